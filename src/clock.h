@@ -1,0 +1,50 @@
+/*
+ * Time as redlock-run measures it: nanoseconds on CLOCK_BOOTTIME, the monotonic clock that
+ * keeps counting through suspend. A lease that ran out while the machine slept has run out;
+ * wall-clock time is never used for a decision.
+ */
+#ifndef REDLOCK_CLOCK_H
+#define REDLOCK_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define NS_PER_US INT64_C(1000)
+#define NS_PER_MS INT64_C(1000000)
+#define NS_PER_S INT64_C(1000000000)
+#define TIME_NEVER INT64_MAX
+
+static inline int64_t
+clock_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static inline struct timespec
+clock_timespec(int64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
+
+	return ts;
+}
+
+static inline int64_t
+time_min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline int64_t
+time_max(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Sleeps until deadline (CLOCK_BOOTTIME ns). Returns 0 then, or -1 as soon as intr_fd
+ * (-1 for none) becomes readable. */
+int clock_sleep_until(int64_t deadline, int intr_fd);
+
+#endif

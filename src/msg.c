@@ -1,0 +1,146 @@
+#include "msg.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PREFIX "redlock-run: "
+#define CLEAR_LINE "\r\033[K"
+
+static enum msg_level level = MSG_NORMAL;
+/* A progress line is on the terminal and has no newline yet (main thread only). */
+static bool progress_open;
+
+void
+msg_set_level(enum msg_level l)
+{
+	level = l;
+}
+
+bool
+msg_verbose(void)
+{
+	return level >= MSG_VERBOSE;
+}
+
+/* Formats "<lead>redlock-run: <message><tail>" and writes it in one go. */
+static void
+emit(const char *lead, const char *tail, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "%s" PREFIX, lead);
+	int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	size_t len;
+
+	if (m < 0)
+		return;
+	len = (size_t)n + (size_t)m;
+	if (len > sizeof(line) - strlen(tail) - 1)
+		len = sizeof(line) - strlen(tail) - 1;
+	memcpy(line + len, tail, strlen(tail));
+	len += strlen(tail);
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(STDERR_FILENO, line + off, len - off);
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+static void
+emit_line(const char *fmt, va_list ap)
+{
+	emit(progress_open ? CLEAR_LINE : "", "\n", fmt, ap);
+	progress_open = false;
+}
+
+void
+msg_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit_line(fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < MSG_NORMAL)
+		return;
+	va_start(ap, fmt);
+	emit_line(fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < MSG_VERBOSE)
+		return;
+	va_start(ap, fmt);
+	emit_line(fmt, ap);
+	va_end(ap);
+}
+
+_Noreturn void
+msg_fatal(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit_line(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void
+msg_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level < MSG_VERBOSE)
+		return;
+	va_start(ap, fmt);
+	if (msg_progress_live()) {
+		emit(CLEAR_LINE, "", fmt, ap);
+		progress_open = true;
+	} else {
+		emit_line(fmt, ap);
+	}
+	va_end(ap);
+}
+
+bool
+msg_progress_live(void)
+{
+	return level >= MSG_VERBOSE && isatty(STDERR_FILENO);
+}
+
+void
+msg_progress_end(void)
+{
+	if (progress_open && write(STDERR_FILENO, CLEAR_LINE, strlen(CLEAR_LINE)) < 0) {
+		/* Nothing sensible to do about a terminal that cannot be written. */
+	}
+	progress_open = false;
+}
+
+const char *
+msg_strerror(int err, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", strerror(err));
+	/* "Connection refused" reads as "connection refused" in the middle of a message;
+	 * acronyms such as "I/O error" keep their case. */
+	if (buf[0] && isupper((unsigned char)buf[0]) && !isupper((unsigned char)buf[1]))
+		buf[0] = (char)tolower((unsigned char)buf[0]);
+	return buf;
+}

@@ -1,0 +1,332 @@
+#include "opts.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "exitstatus.h"
+#include "util.h"
+
+enum {
+	OPT_ON_LOST = CHAR_MAX + 1,
+	OPT_GRACE,
+	OPT_MAX_HOLD,
+};
+
+static const char short_options[] = "+:r:t:nw:E:c:vqhV";
+
+static const struct option long_options[] = {
+	{ "redis", required_argument, NULL, 'r' },
+	{ "ttl", required_argument, NULL, 't' },
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nonblocking", no_argument, NULL, 'n' },
+	{ "nb", no_argument, NULL, 'n' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'w' },
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "command", required_argument, NULL, 'c' },
+	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void
+opts_print_help(FILE *out)
+{
+	static const char *const lines[] = {
+		"Usage:",
+		"  redlock-run [options] KEY [--] COMMAND [ARG...]",
+		"  redlock-run [options] KEY -c 'SHELL COMMAND'",
+		"",
+		"Take the Redis lock KEY, run COMMAND while holding it (renewing the lease as",
+		"long as COMMAND runs), release it when COMMAND exits, and exit with COMMAND's",
+		"status.",
+		"",
+		"Options:",
+		"  -r, --redis URL            the Redis server (default: $REDLOCK_URL, else",
+		"                             " URL_DEFAULT ")",
+		"  -t, --ttl DURATION         the lease, renewed every TTL/3 while COMMAND runs",
+		"                             (default 30s, at least 100ms)",
+		"  -n, --nonblock             fail at once if KEY is held",
+		"                             (also --nb, --nonblocking)",
+		"  -w, --wait, --timeout DURATION",
+		"                             give up after waiting DURATION for KEY (-w 0 is -n)",
+		"  -E, --conflict-exit-code N",
+		"                             exit status when the lock is not acquired (75)",
+		"  -c, --command STRING       run STRING with $SHELL -c (or /bin/sh)",
+		"      --on-lost term|kill|ignore",
+		"                             what happens to COMMAND if the lock is lost",
+		"                             (term: SIGTERM, then SIGKILL after --grace)",
+		"      --grace DURATION       from SIGTERM to SIGKILL when COMMAND must stop",
+		"                             (default: the smaller of 5s and TTL/3)",
+		"      --max-hold DURATION    stop COMMAND once it has held the lock this long",
+		"  -v, --verbose              say what happens and how long it took",
+		"  -q, --quiet                print fatal errors only",
+		"  -h, --help                 show this help and exit",
+		"  -V, --version              show the version and exit",
+		"",
+		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
+		"URL is redis://[user[:password]@]host[:port][/db] or",
+		"unix://[user[:password]@]/path/to/redis.sock[?db=N]; $REDLOCK_PASSWORD supplies",
+		"a password that should not appear on the command line.",
+		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
+		"",
+		"Exit status: COMMAND's own; 128+N if it was killed by signal N; 64 usage error;",
+		"69 Redis unavailable; 71 system error; 75 lock not acquired (see -E);",
+		"76 lock lost while COMMAND ran; 124 --max-hold ran out;",
+		"126 COMMAND not executable; 127 COMMAND not found.",
+		"",
+		"See redlock-run(1) for the details.",
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(lines); i++)
+		fprintf(out, "%s\n", lines[i]);
+}
+
+static enum opts_action
+usage_error(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, size, fmt, ap);
+	va_end(ap);
+	return OPTS_USAGE_ERROR;
+}
+
+/* The name an option was given by, for messages: "-w" or "--timeout". arg is the argv
+ * element that holds it (a cluster such as "-nx" for short options). */
+static const char *
+option_name(const char *arg, char *buf, size_t size)
+{
+	if (arg[0] == '-' && arg[1] == '-')
+		snprintf(buf, size, "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(buf, size, "-%c", optopt);
+	return buf;
+}
+
+/* Parses the duration arg of an option; false with "invalid <what> '<arg>'" in err. */
+static bool
+take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t size)
+{
+	enum duration_result d = duration_parse(arg, out);
+
+	if (d == DURATION_OK)
+		return true;
+	usage_error(err, size, "invalid %s '%s'%s", what, arg,
+		    d == DURATION_RANGE ? ": too long" : "");
+	return false;
+}
+
+static int
+parse_exit_code(const char *s, int *out)
+{
+	long n = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		n = n * 10 + (*s - '0');
+		if (n > 255)
+			return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+static int
+parse_on_lost(const char *s, enum on_lost *out)
+{
+	static const struct {
+		const char *name;
+		enum on_lost value;
+	} names[] = {
+		{ "term", ON_LOST_TERM },
+		{ "kill", ON_LOST_KILL },
+		{ "ignore", ON_LOST_IGNORE },
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+		if (strcmp(s, names[i].name) == 0) {
+			*out = names[i].value;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Takes what follows KEY: "[--] COMMAND [ARG...]" or "-c STRING". */
+static enum opts_action
+parse_command(struct opts *o, char **rest, int nrest, const char *shell_string, char *err,
+	      size_t size)
+{
+	const char *shell;
+
+	if (nrest > 0 && (!strcmp(rest[0], "-c") || !strcmp(rest[0], "--command"))) {
+		if (shell_string || nrest != 2)
+			return usage_error(err, size, "%s requires exactly one command argument",
+					   rest[0]);
+		shell_string = rest[1];
+		nrest = 0;
+	} else if (nrest > 0 && !strcmp(rest[0], "--")) {
+		rest++;
+		nrest--;
+	}
+	if (shell_string && nrest > 0)
+		return usage_error(err, size, "-c and a COMMAND cannot be given together");
+	if (!shell_string) {
+		if (nrest == 0)
+			return usage_error(err, size, "missing COMMAND after KEY");
+		o->command = rest;
+		return OPTS_RUN;
+	}
+	shell = getenv("SHELL");
+	o->shell_argv[0] = (char *)(shell && *shell ? shell : "/bin/sh");
+	o->shell_argv[1] = (char *)"-c";
+	o->shell_argv[2] = (char *)shell_string;
+	o->shell_argv[3] = NULL;
+	o->command = o->shell_argv;
+	return OPTS_RUN;
+}
+
+static enum opts_action
+parse_url(struct opts *o, const char *url, const char *source, char *err, size_t size)
+{
+	char why[256];
+	const char *password = getenv("REDLOCK_PASSWORD");
+
+	if (url_parse(url, &o->url, why, sizeof(why)) < 0)
+		return usage_error(err, size, "invalid Redis URL%s: %s", source, why);
+	if (!o->url.password && password && *password && !(o->url.password = strdup(password))) {
+		url_free(&o->url);
+		return usage_error(err, size, "out of memory");
+	}
+	return OPTS_RUN;
+}
+
+enum opts_action
+opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
+{
+	const char *url = NULL, *shell_string = NULL, *source = "";
+	char name[64];
+	bool nonblock = false;
+	int c, at;
+
+	memset(o, 0, sizeof(*o));
+	o->ttl = OPTS_TTL_DEFAULT;
+	o->wait = OPTS_WAIT_FOREVER;
+	o->conflict_status = STATUS_CONFLICT;
+	o->verbosity = MSG_NORMAL;
+	o->grace = -1;
+
+	optind = 0; /* a full reset, so that opts_parse can be called more than once */
+	opterr = 0;
+	/* Before each call, optind names the element being taken apart (0 means 1). */
+	while ((at = optind ? optind : 1),
+	       (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			url = optarg;
+			break;
+		case 't':
+			if (!take_duration("TTL", optarg, &o->ttl, err, size))
+				return OPTS_USAGE_ERROR;
+			if (o->ttl < OPTS_TTL_MIN)
+				return usage_error(err, size, "invalid TTL '%s': at least 100ms",
+						   optarg);
+			break;
+		case 'n':
+			nonblock = true;
+			break;
+		case 'w':
+			if (!take_duration("timeout", optarg, &o->wait, err, size))
+				return OPTS_USAGE_ERROR;
+			break;
+		case 'E':
+			if (parse_exit_code(optarg, &o->conflict_status) < 0)
+				return usage_error(err, size,
+						   "invalid conflict exit code '%s': 0 to 255",
+						   optarg);
+			break;
+		case 'c':
+			shell_string = optarg;
+			break;
+		case OPT_ON_LOST:
+			if (parse_on_lost(optarg, &o->on_lost) < 0)
+				return usage_error(err, size,
+						   "invalid --on-lost '%s': term, kill or ignore",
+						   optarg);
+			break;
+		case OPT_GRACE:
+			if (!take_duration("grace period", optarg, &o->grace, err, size))
+				return OPTS_USAGE_ERROR;
+			break;
+		case OPT_MAX_HOLD:
+			if (!take_duration("--max-hold", optarg, &o->max_hold, err, size))
+				return OPTS_USAGE_ERROR;
+			if (o->max_hold == 0)
+				return usage_error(err, size,
+						   "invalid --max-hold '%s': must be more than 0",
+						   optarg);
+			break;
+		case 'v':
+			o->verbosity = MSG_VERBOSE;
+			break;
+		case 'q':
+			o->verbosity = MSG_QUIET;
+			break;
+		case 'h':
+			return OPTS_HELP;
+		case 'V':
+			return OPTS_VERSION;
+		case ':':
+			return usage_error(err, size, "option '%s' requires an argument",
+					   option_name(argv[at], name, sizeof(name)));
+		default:
+			/* getopt names the option in optopt, except for an unknown long one. */
+			if (optopt && argv[at][1] == '-')
+				return usage_error(err, size,
+						   "option '%s' does not take an argument",
+						   option_name(argv[at], name, sizeof(name)));
+			return usage_error(err, size, "unknown option '%s'",
+					   option_name(argv[at], name, sizeof(name)));
+		}
+	}
+	if (nonblock)
+		o->wait = 0; /* -n wins over -w */
+	if (o->grace < 0)
+		o->grace = time_min(OPTS_GRACE_MAX_DEFAULT, o->ttl / 3);
+
+	if (optind >= argc)
+		return usage_error(err, size, "missing KEY");
+	o->key = argv[optind];
+	if (!*o->key)
+		return usage_error(err, size, "KEY must not be empty");
+	if (parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err, size) !=
+	    OPTS_RUN)
+		return OPTS_USAGE_ERROR;
+
+	if (!url) {
+		const char *env = getenv("REDLOCK_URL");
+		url = env && *env ? env : URL_DEFAULT;
+		source = env && *env ? " in REDLOCK_URL" : "";
+	}
+	return parse_url(o, url, source, err, size);
+}
+
+void
+opts_free(struct opts *o)
+{
+	url_free(&o->url);
+}

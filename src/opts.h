@@ -1,0 +1,59 @@
+/*
+ * The command line: parsed and validated without side effects (nothing printed, nothing
+ * opened), so every rule here is unit-testable and bad input never reaches Redis.
+ */
+#ifndef REDLOCK_OPTS_H
+#define REDLOCK_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clock.h"
+#include "msg.h"
+#include "url.h"
+
+#define OPTS_TTL_DEFAULT (30 * NS_PER_S)
+#define OPTS_TTL_MIN (100 * NS_PER_MS)
+#define OPTS_WAIT_FOREVER INT64_C(-1)
+
+enum on_lost {
+	ON_LOST_TERM,   /* SIGTERM, then SIGKILL after the grace period */
+	ON_LOST_KILL,   /* SIGKILL at once */
+	ON_LOST_IGNORE, /* a warning; the command runs on (exit 76 all the same) */
+};
+
+#define OPTS_GRACE_MAX_DEFAULT (5 * NS_PER_S)
+
+struct opts {
+	const char *key;
+	char **command; /* COMMAND's argv, NULL-terminated */
+	struct redis_url url;
+	int64_t ttl;         /* the lease, in ns */
+	int64_t wait;        /* how long to wait for the lock: ns, 0 (-n), or forever */
+	int conflict_status; /* -E */
+	enum on_lost on_lost;
+	int64_t grace;    /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
+	int64_t max_hold; /* 0: no limit */
+	enum msg_level verbosity;
+	char *shell_argv[4]; /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
+};
+
+enum opts_action {
+	OPTS_RUN,
+	OPTS_HELP,
+	OPTS_VERSION,
+	OPTS_USAGE_ERROR, /* err holds one line saying what is wrong */
+};
+
+/*
+ * Parses argv (and REDLOCK_URL, REDLOCK_PASSWORD, SHELL from the environment) into *o.
+ * Option parsing stops at KEY, so COMMAND's own flags are never looked at. On
+ * OPTS_USAGE_ERROR, err holds the message and nothing in *o needs freeing.
+ */
+enum opts_action opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t errsize);
+void opts_free(struct opts *o);
+void opts_print_help(FILE *out);
+
+#endif

@@ -1,0 +1,264 @@
+#include "url.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "util.h"
+
+static const struct {
+	const char *prefix;
+	enum url_scheme scheme;
+} schemes[] = {
+	{ "redis://", URL_TCP },
+	{ "rediss://", URL_TLS },
+	{ "unix://", URL_UNIX },
+};
+
+static int
+fail(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, size, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Copies s[0..len) into a new string, decoding %XX; NULL if the encoding is bad or
+ * decodes to a NUL byte. */
+static char *
+percent_decode(const char *s, size_t len)
+{
+	char *out = malloc(len + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			*o++ = s[i];
+			continue;
+		}
+		int hi = i + 2 < len ? hex_value(s[i + 1]) : -1;
+		int lo = i + 2 < len ? hex_value(s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free(out);
+			return NULL;
+		}
+		*o++ = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Parses "user[:password]" (either part may be empty: then it is absent). */
+static int
+parse_userinfo(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+{
+	const char *colon = memchr(s, ':', len);
+	size_t user_len = colon ? (size_t)(colon - s) : len;
+
+	if (user_len && !(url->user = percent_decode(s, user_len)))
+		return fail(err, size, "bad percent-encoding in the user name");
+	if (colon && len - user_len > 1 &&
+	    !(url->password = percent_decode(colon + 1, len - user_len - 1)))
+		return fail(err, size, "bad percent-encoding in the password");
+	return 0;
+}
+
+/* Parses a decimal number of at most max; s[0..len) must be all digits. */
+static int
+parse_number(const char *s, size_t len, long max, long *out)
+{
+	long n = 0;
+
+	if (len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		n = n * 10 + (s[i] - '0');
+		if (n > max)
+			return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+parse_db(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+{
+	long db;
+
+	if (parse_number(s, len, INT_MAX, &db) < 0)
+		return fail(err, size, "the db must be a number from 0, not '%.*s'", (int)len, s);
+	url->db = (int)db;
+	return 0;
+}
+
+static int
+parse_host_port(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+{
+	const char *host = s, *rest;
+	size_t host_len;
+	long port;
+
+	if (len && s[0] == '[') {
+		const char *close = memchr(s, ']', len);
+		char addr[INET6_ADDRSTRLEN];
+		struct in6_addr in6;
+
+		if (!close)
+			return fail(err, size, "missing ']' after the IPv6 address");
+		host = s + 1;
+		host_len = (size_t)(close - host);
+		if (host_len >= sizeof(addr))
+			return fail(err, size, "bad IPv6 address");
+		memcpy(addr, host, host_len);
+		addr[host_len] = '\0';
+		if (inet_pton(AF_INET6, addr, &in6) != 1)
+			return fail(err, size, "bad IPv6 address '%s'", addr);
+		rest = close + 1;
+	} else {
+		const char *colon = memchr(s, ':', len);
+		host_len = colon ? (size_t)(colon - s) : len;
+		for (size_t i = 0; i < host_len; i++) {
+			char c = s[i];
+			if (!(c == '.' || c == '-' || c == '_' || (c >= '0' && c <= '9') ||
+			      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+				return fail(err, size, "bad character '%c' in the host name", c);
+		}
+		rest = s + host_len;
+	}
+	if (host_len == 0)
+		return fail(err, size, "missing host");
+	url->port = URL_DEFAULT_PORT;
+	if (rest < s + len) {
+		if (*rest != ':')
+			return fail(err, size, "unexpected '%c' after the host", *rest);
+		rest++;
+		if (parse_number(rest, (size_t)(s + len - rest), 65535, &port) < 0 || port == 0)
+			return fail(err, size,
+				    "the port must be a number from 1 to 65535, not '%.*s'",
+				    (int)(s + len - rest), rest);
+		url->port = (unsigned)port;
+	}
+	if (!(url->host = strndup(host, host_len)))
+		return fail(err, size, "out of memory");
+	return 0;
+}
+
+/* redis://[user[:password]@]host[:port][/db] and rediss://… */
+static int
+parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
+{
+	size_t authority_len = strcspn(s, "/?#");
+	const char *at = NULL, *path = s + authority_len;
+
+	for (const char *p = s; p < path; p++)
+		if (*p == '@')
+			at = p; /* the last '@': an unencoded one in the password is tolerated */
+	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
+		return -1;
+	if (parse_host_port(url, at ? at + 1 : s, (size_t)(path - (at ? at + 1 : s)), err, size) <
+	    0)
+		return -1;
+	if (*path == '\0')
+		return 0;
+	if (*path != '/')
+		return fail(err, size, "unexpected '%s' after the address", path);
+	if (path[1] == '\0')
+		return 0;
+	return parse_db(url, path + 1, strlen(path + 1), err, size);
+}
+
+/* unix://[user[:password]@]/path/to/socket[?db=N] */
+static int
+parse_unix(struct redis_url *url, const char *s, char *err, size_t size)
+{
+	const char *path = strchr(s, '/'), *query;
+	size_t path_len;
+
+	if (!path || (path != s && path[-1] != '@'))
+		return fail(err, size, "expected unix:///path/to/redis.sock");
+	if (path != s && parse_userinfo(url, s, (size_t)(path - 1 - s), err, size) < 0)
+		return -1;
+	query = strchr(path, '?');
+	path_len = query ? (size_t)(query - path) : strlen(path);
+	if (path_len < 2)
+		return fail(err, size, "missing socket path");
+	if (path_len >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return fail(err, size, "the socket path is longer than %zu bytes",
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	if (!(url->path = strndup(path, path_len)))
+		return fail(err, size, "out of memory");
+	if (!query)
+		return 0;
+	if (strncmp(query, "?db=", 4) != 0)
+		return fail(err, size, "unexpected '%s' (the only parameter is ?db=N)", query);
+	return parse_db(url, query + 4, strlen(query + 4), err, size);
+}
+
+int
+url_parse(const char *s, struct redis_url *url, char *err, size_t size)
+{
+	int r = -1;
+
+	memset(url, 0, sizeof(*url));
+	for (size_t i = 0; i < ARRAY_LEN(schemes); i++) {
+		size_t n = strlen(schemes[i].prefix);
+		if (strncmp(s, schemes[i].prefix, n) != 0)
+			continue;
+		url->scheme = schemes[i].scheme;
+		r = url->scheme == URL_UNIX ? parse_unix(url, s + n, err, size)
+					    : parse_tcp(url, s + n, err, size);
+		if (r < 0)
+			url_free(url);
+		return r;
+	}
+	return fail(err, size, "unknown scheme '%.*s' (expected redis://, rediss:// or unix://)",
+		    (int)strcspn(s, ":"), s);
+}
+
+void
+url_free(struct redis_url *url)
+{
+	free(url->host);
+	free(url->path);
+	free(url->user);
+	if (url->password) {
+		explicit_bzero(url->password, strlen(url->password));
+		free(url->password);
+	}
+	memset(url, 0, sizeof(*url));
+}
+
+const char *
+url_address(const struct redis_url *url, char *buf, size_t size)
+{
+	if (url->scheme == URL_UNIX)
+		snprintf(buf, size, "%s", url->path);
+	else if (strchr(url->host, ':'))
+		snprintf(buf, size, "[%s]:%u", url->host, url->port);
+	else
+		snprintf(buf, size, "%s:%u", url->host, url->port);
+	return buf;
+}

@@ -1,0 +1,236 @@
+/* opts: the command-line contract, without touching Redis. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "clock.h"
+#include "exitstatus.h"
+#include "opts.h"
+
+#define ARGV(...) ((char *[]){ "redlock-run", __VA_ARGS__, NULL })
+#define ARGC(...) ((int)(sizeof((char *[]){ "redlock-run", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(...) parse(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+static struct opts o;
+static char err[512];
+static enum opts_action last;
+
+/* The argument vector outlives the call, as main's does: o points into it. */
+static char *args[32];
+
+static enum opts_action
+parse(int argc, char **argv)
+{
+	memcpy(args, argv, (size_t)(argc + 1) * sizeof(*argv));
+	err[0] = '\0';
+	last = opts_parse(&o, argc, args, err, sizeof(err));
+	return last;
+}
+
+/* Refused, with a message that says why. */
+#define REFUSED(why, ...)                                                                          \
+	do {                                                                                       \
+		CHECK_INT(PARSE(__VA_ARGS__), OPTS_USAGE_ERROR);                                   \
+		CHECK(strstr(err, why) != NULL);                                                   \
+		if (!strstr(err, why))                                                             \
+			fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err, why);              \
+	} while (0)
+
+#define DONE()                                                                                     \
+	do {                                                                                       \
+		if (last == OPTS_RUN)                                                              \
+			opts_free(&o);                                                             \
+	} while (0)
+
+int
+main(void)
+{
+	unsetenv("REDLOCK_URL");
+	unsetenv("REDLOCK_PASSWORD");
+	setenv("SHELL", "/bin/bash", 1);
+
+	CHECK_INT(PARSE("nightly", "true"), OPTS_RUN);
+	CHECK_STR(o.key, "nightly");
+	CHECK_STR(o.command[0], "true");
+	CHECK(o.command[1] == NULL);
+	CHECK_INT(o.ttl, 30 * NS_PER_S);
+	CHECK_INT(o.wait, OPTS_WAIT_FOREVER);
+	CHECK_INT(o.conflict_status, STATUS_CONFLICT);
+	CHECK_INT(o.on_lost, ON_LOST_TERM);
+	CHECK_INT(o.grace, 5 * NS_PER_S);
+	CHECK_INT(o.max_hold, 0);
+	CHECK_INT(o.verbosity, MSG_NORMAL);
+	CHECK_INT(o.url.scheme, URL_TCP);
+	CHECK_STR(o.url.host, "127.0.0.1");
+	CHECK_INT(o.url.port, 6379);
+	DONE();
+
+	/* Parsing stops at KEY: what follows belongs to COMMAND. */
+	CHECK_INT(PARSE("k", "ls", "-n", "--ttl", "x"), OPTS_RUN);
+	CHECK_STR(o.command[0], "ls");
+	CHECK_STR(o.command[1], "-n");
+	CHECK_INT(o.wait, OPTS_WAIT_FOREVER);
+	DONE();
+	CHECK_INT(PARSE("k", "--", "ls", "-l"), OPTS_RUN);
+	CHECK_STR(o.command[0], "ls");
+	CHECK_STR(o.command[1], "-l");
+	DONE();
+	CHECK_INT(PARSE("k", "--", "-c"), OPTS_RUN); /* after --, even -c is a COMMAND */
+	CHECK_STR(o.command[0], "-c");
+	DONE();
+	CHECK_INT(PARSE("--", "k", "cmd"), OPTS_RUN);
+	CHECK_STR(o.key, "k");
+	DONE();
+
+	/* -c, after KEY as flock has it, or among the options. */
+	CHECK_INT(PARSE("k", "-c", "echo hi"), OPTS_RUN);
+	CHECK_STR(o.command[0], "/bin/bash");
+	CHECK_STR(o.command[1], "-c");
+	CHECK_STR(o.command[2], "echo hi");
+	CHECK(o.command[3] == NULL);
+	DONE();
+	CHECK_INT(PARSE("--command", "echo hi", "k"), OPTS_RUN);
+	CHECK_STR(o.command[2], "echo hi");
+	DONE();
+	unsetenv("SHELL");
+	CHECK_INT(PARSE("k", "--command", "x"), OPTS_RUN);
+	CHECK_STR(o.command[0], "/bin/sh");
+	DONE();
+	REFUSED("-c requires exactly one command argument", "k", "-c", "x", "y");
+	REFUSED("-c requires exactly one command argument", "k", "-c");
+	REFUSED("-c and a COMMAND cannot be given together", "-c", "x", "k", "y");
+	REFUSED("-c requires exactly one command argument", "-c", "x", "k", "-c", "y");
+
+	/* Waiting. */
+	CHECK_INT(PARSE("-n", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+	CHECK_INT(PARSE("--nb", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+	CHECK_INT(PARSE("--nonblocking", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+	CHECK_INT(PARSE("-w", "2.5", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 2500 * NS_PER_MS);
+	DONE();
+	CHECK_INT(PARSE("--timeout=1m", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 60 * NS_PER_S);
+	DONE();
+	CHECK_INT(PARSE("--wait", "0", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+	CHECK_INT(PARSE("-n", "-w", "5", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0); /* -n wins */
+	DONE();
+	CHECK_INT(PARSE("-w", "5", "-n", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+	REFUSED("invalid timeout 'abc'", "-w", "abc", "k", "true");
+	REFUSED("invalid timeout '-1'", "-w", "-1", "k", "true");
+	REFUSED("invalid timeout '1e99'", "--timeout", "1e99", "k", "true");
+
+	/* The lease. */
+	CHECK_INT(PARSE("-t", "100ms", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.ttl, 100 * NS_PER_MS);
+	CHECK_INT(o.grace, 33333333); /* TTL/3 when that is under 5s */
+	DONE();
+	CHECK_INT(PARSE("--ttl", "2", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.ttl, 2 * NS_PER_S);
+	DONE();
+	REFUSED("invalid TTL '0': at least 100ms", "-t", "0", "k", "true");
+	REFUSED("invalid TTL '99ms': at least 100ms", "-t", "99ms", "k", "true");
+	REFUSED("invalid TTL '-5'", "-t", "-5", "k", "true");
+	REFUSED("invalid TTL 'abc'", "-t", "abc", "k", "true");
+	REFUSED("invalid TTL '99999999999999999999': too long", "-t", "99999999999999999999", "k",
+		"true");
+
+	/* The conflict status. */
+	CHECK_INT(PARSE("-E", "0", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.conflict_status, 0);
+	DONE();
+	CHECK_INT(PARSE("--conflict-exit-code", "255", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.conflict_status, 255);
+	DONE();
+	REFUSED("invalid conflict exit code '256'", "-E", "256", "k", "true");
+	REFUSED("invalid conflict exit code '-1'", "-E", "-1", "k", "true");
+	REFUSED("invalid conflict exit code 'x'", "-E", "x", "k", "true");
+	REFUSED("invalid conflict exit code ''", "-E", "", "k", "true");
+
+	/* Losing the lock. */
+	CHECK_INT(PARSE("--on-lost", "kill", "--grace", "2s", "--max-hold", "1h", "k", "true"),
+		  OPTS_RUN);
+	CHECK_INT(o.on_lost, ON_LOST_KILL);
+	CHECK_INT(o.grace, 2 * NS_PER_S);
+	CHECK_INT(o.max_hold, 3600 * NS_PER_S);
+	DONE();
+	CHECK_INT(PARSE("--on-lost=ignore", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.on_lost, ON_LOST_IGNORE);
+	DONE();
+	CHECK_INT(PARSE("--grace", "0", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.grace, 0);
+	DONE();
+	REFUSED("invalid --on-lost 'stop': term, kill or ignore", "--on-lost", "stop", "k", "true");
+	REFUSED("invalid grace period 'x'", "--grace", "x", "k", "true");
+	REFUSED("invalid --max-hold '0': must be more than 0", "--max-hold", "0", "k", "true");
+
+	/* Verbosity: the last of -v and -q wins. */
+	CHECK_INT(PARSE("-v", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.verbosity, MSG_VERBOSE);
+	DONE();
+	CHECK_INT(PARSE("-v", "--quiet", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.verbosity, MSG_QUIET);
+	DONE();
+
+	/* What is missing or unknown. */
+	REFUSED("missing KEY", "-n");
+	CHECK_INT(parse(1, (char *[]){ "redlock-run", NULL }), OPTS_USAGE_ERROR);
+	CHECK_STR(err, "missing KEY");
+	REFUSED("KEY must not be empty", "", "true");
+	REFUSED("missing COMMAND after KEY", "k");
+	REFUSED("missing COMMAND after KEY", "k", "--");
+	REFUSED("unknown option '--bogus'", "--bogus", "k", "true");
+	REFUSED("unknown option '--bogus'", "--bogus=1", "k", "true");
+	REFUSED("unknown option '-x'", "-x", "k", "true");
+	REFUSED("unknown option '-x'", "-nx", "k", "true");
+	REFUSED("unknown option '-x'", "--nb", "-xn", "k", "true");
+	REFUSED("option '-w' requires an argument", "-w");
+	REFUSED("option '--ttl' requires an argument", "--ttl");
+	REFUSED("option '--nb' does not take an argument", "--nb=1", "k", "true");
+	CHECK_INT(PARSE("-h"), OPTS_HELP);
+	CHECK_INT(PARSE("--help", "k"), OPTS_HELP);
+	CHECK_INT(PARSE("-V"), OPTS_VERSION);
+	CHECK_INT(PARSE("--version"), OPTS_VERSION);
+
+	/* Where Redis is: -r, else REDLOCK_URL, else the default; passwords from
+	 * REDLOCK_PASSWORD unless the URL has one. */
+	CHECK_INT(PARSE("-r", "unix:///tmp/x.sock", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.url.path, "/tmp/x.sock");
+	DONE();
+	setenv("REDLOCK_URL", "redis://envhost:7000/4", 1);
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK_STR(o.url.host, "envhost");
+	CHECK_INT(o.url.db, 4);
+	DONE();
+	CHECK_INT(PARSE("--redis", "redis://cli-host", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.url.host, "cli-host");
+	DONE();
+	setenv("REDLOCK_URL", "redis://envhost:0", 1);
+	REFUSED("invalid Redis URL in REDLOCK_URL: the port must be", "k", "true");
+	unsetenv("REDLOCK_URL");
+	REFUSED("invalid Redis URL: unknown scheme 'tcp'", "-r", "tcp://h", "k", "true");
+	REFUSED("invalid Redis URL: the db must be a number", "-r", "redis://h:1/0x", "k", "true");
+	setenv("REDLOCK_PASSWORD", "from-env", 1);
+	CHECK_INT(PARSE("-r", "redis://alice@h", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.url.user, "alice");
+	CHECK_STR(o.url.password, "from-env");
+	DONE();
+	CHECK_INT(PARSE("-r", "redis://:in-url@h", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.url.password, "in-url");
+	DONE();
+	setenv("REDLOCK_PASSWORD", "", 1);
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK(o.url.password == NULL);
+	DONE();
+
+	return check_done("opts");
+}
