@@ -1,0 +1,476 @@
+#include "conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "msg.h"
+
+struct conn {
+	const struct redis_url *url;
+	int fd;
+	redisReader *reader;
+	char *out; /* formatted commands not yet written */
+	size_t out_len, out_sent;
+	char address[300];
+	char error[512];
+};
+
+/*
+ * struct reply is hiredis's redisReply under a name of ours: the pointer is converted back
+ * and forth, never dereferenced outside this file.
+ */
+static const redisReply *
+as_redis(const struct reply *r)
+{
+	return (const redisReply *)(const void *)r;
+}
+
+struct conn *
+conn_new(const struct redis_url *url)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->url = url;
+	c->fd = -1;
+	url_address(url, c->address, sizeof(c->address));
+	return c;
+}
+
+void
+conn_free(struct conn *c)
+{
+	if (!c)
+		return;
+	conn_close(c);
+	free(c);
+}
+
+bool
+conn_is_open(const struct conn *c)
+{
+	return c->fd >= 0;
+}
+
+void
+conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (c->reader)
+		redisReaderFree(c->reader);
+	c->reader = NULL;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_sent = 0;
+}
+
+const char *
+conn_error(const struct conn *c)
+{
+	return c->error;
+}
+
+const char *
+conn_address(const struct conn *c)
+{
+	return c->address;
+}
+
+/* Records why the connection failed, closes it and returns result. */
+static enum conn_result
+fail(struct conn *c, enum conn_result result, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	conn_close(c);
+	return result;
+}
+
+static enum conn_result
+fail_errno(struct conn *c, const char *what, int err)
+{
+	char buf[128];
+
+	return fail(c, CONN_FAILED, "%s %s: %s", what, c->address,
+		    msg_strerror(err, buf, sizeof(buf)));
+}
+
+/* Waits until fd is ready for events, the deadline passes, or intr_fd is readable. */
+static enum conn_result
+wait_fd(int fd, short events, int64_t deadline, int intr_fd, short *revents)
+{
+	for (;;) {
+		struct pollfd p[2] = { { fd, events, 0 }, { intr_fd, POLLIN, 0 } };
+		int64_t left = deadline - clock_now();
+		struct timespec ts;
+		int n;
+
+		if (left <= 0)
+			return CONN_TIMEOUT;
+		ts = clock_timespec(left);
+		n = ppoll(p, intr_fd >= 0 ? 2 : 1, &ts, NULL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return CONN_FAILED;
+		if (p[0].revents) {
+			*revents = p[0].revents;
+			return CONN_OK;
+		}
+		if (p[1].revents)
+			return CONN_INTERRUPTED;
+	}
+}
+
+/* Connects fd to addr (non-blocking) by the deadline; 0, or -1 with errno set. */
+static int
+connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline)
+{
+	int err = 0;
+	socklen_t errlen = sizeof(err);
+	short revents;
+
+	if (connect(fd, addr, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS && errno != EAGAIN)
+		return -1;
+	switch (wait_fd(fd, POLLOUT, deadline, -1, &revents)) {
+	case CONN_OK:
+		break;
+	case CONN_TIMEOUT:
+		errno = ETIMEDOUT;
+		return -1;
+	default:
+		return -1;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
+		return -1;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+static enum conn_result
+connect_unix(struct conn *c, int64_t deadline)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return fail_errno(c, "cannot connect to", errno);
+	/* url_parse made sure the path fits. */
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->url->path);
+	if (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline) < 0) {
+		int err = errno;
+		close(fd);
+		return fail_errno(c, "cannot connect to", err);
+	}
+	c->fd = fd;
+	return CONN_OK;
+}
+
+static int
+connect_tcp_addr(const struct sockaddr *addr, socklen_t len, int64_t deadline)
+{
+	int one = 1, fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (connect_by(fd, addr, len, deadline) < 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	/* Requests are small and each waits for its reply: never let Nagle hold one back. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static enum conn_result
+connect_tcp(struct conn *c, int64_t deadline)
+{
+	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(c->url->port) };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(c->url->port) };
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *list;
+	char port[8];
+	int fd = -1, err = 0, gai;
+
+	/* An address literal needs no resolver: no NSS, no DNS, no /etc/hosts. */
+	if (inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1)
+		fd = connect_tcp_addr((struct sockaddr *)&in4, sizeof(in4), deadline);
+	else if (inet_pton(AF_INET6, c->url->host, &in6.sin6_addr) == 1)
+		fd = connect_tcp_addr((struct sockaddr *)&in6, sizeof(in6), deadline);
+	else {
+		snprintf(port, sizeof(port), "%u", c->url->port);
+		gai = getaddrinfo(c->url->host, port, &hints, &list);
+		if (gai != 0)
+			return fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
+				    gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+		for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
+			fd = connect_tcp_addr(ai->ai_addr, ai->ai_addrlen, deadline);
+			err = errno;
+			if (err == ETIMEDOUT)
+				break;
+		}
+		freeaddrinfo(list);
+		errno = err;
+	}
+	if (fd < 0)
+		return fail_errno(c, "cannot connect to", errno);
+	c->fd = fd;
+	return CONN_OK;
+}
+
+/* Checks one handshake reply; what names the step for the message. */
+static enum conn_result
+expect_ok(struct conn *c, int64_t deadline, const char *what)
+{
+	struct reply *r;
+	enum conn_result res = conn_recv(c, &r, deadline, -1);
+
+	if (res != CONN_OK)
+		return res;
+	if (reply_type(r) == REPLY_ERROR) {
+		fail(c, CONN_REFUSED, "%s %s: %s", what, c->address, reply_string(r, NULL));
+		reply_free(r);
+		return CONN_REFUSED;
+	}
+	reply_free(r);
+	return CONN_OK;
+}
+
+enum conn_result
+conn_open(struct conn *c, int64_t deadline)
+{
+	const struct redis_url *u = c->url;
+	enum conn_result res;
+	char what[300];
+
+	conn_close(c);
+	if (u->scheme == URL_TLS)
+		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
+			    c->address);
+	res = u->scheme == URL_UNIX ? connect_unix(c, deadline) : connect_tcp(c, deadline);
+	if (res != CONN_OK)
+		return res;
+	if (!(c->reader = redisReaderCreate()))
+		return fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
+
+	/* AUTH and SELECT go out together: both are answered before conn_open returns, and
+	 * nothing else is sent until they are. A user without a password still authenticates
+	 * (as an ACL user with nopass would). */
+	if (u->user || u->password) {
+		const char *password = u->password ? u->password : "";
+		const char *argv[3] = { "AUTH" };
+		size_t lens[3] = { 4 };
+		int argc = 1;
+		if (u->user) {
+			argv[argc] = u->user;
+			lens[argc++] = strlen(u->user);
+		}
+		argv[argc] = password;
+		lens[argc++] = strlen(password);
+		if (conn_send(c, argc, argv, lens) < 0)
+			return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+	}
+	if (u->db) {
+		char db[16];
+		snprintf(db, sizeof(db), "%d", u->db);
+		if (conn_send(c, 2, (const char *[]){ "SELECT", db }, (size_t[]){ 6, strlen(db) }) <
+		    0)
+			return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+	}
+	if (u->user || u->password) {
+		if (u->user)
+			snprintf(what, sizeof(what), "authentication as '%s' refused by", u->user);
+		else
+			snprintf(what, sizeof(what), "authentication refused by");
+		if ((res = expect_ok(c, deadline, what)) != CONN_OK)
+			return res;
+	}
+	if (u->db) {
+		snprintf(what, sizeof(what), "cannot select db %d on", u->db);
+		if ((res = expect_ok(c, deadline, what)) != CONN_OK)
+			return res;
+	}
+	return CONN_OK;
+}
+
+int
+conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
+{
+	char *cmd;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+	char *grown;
+
+	if (len < 0)
+		return -1;
+	grown = realloc(c->out, c->out_len + (size_t)len);
+	if (!grown) {
+		redisFreeCommand(cmd);
+		return -1;
+	}
+	memcpy(grown + c->out_len, cmd, (size_t)len);
+	c->out = grown;
+	c->out_len += (size_t)len;
+	redisFreeCommand(cmd);
+	return 0;
+}
+
+/* Writes what it can of the queued commands without blocking. */
+static enum conn_result
+flush_some(struct conn *c)
+{
+	ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return CONN_OK;
+	if (n < 0)
+		return fail_errno(c, "lost the connection to", errno);
+	c->out_sent += (size_t)n;
+	if (c->out_sent == c->out_len) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = c->out_sent = 0;
+	}
+	return CONN_OK;
+}
+
+static enum conn_result
+read_some(struct conn *c)
+{
+	char buf[16384];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return CONN_OK;
+	if (n < 0)
+		return fail_errno(c, "lost the connection to", errno);
+	if (n == 0)
+		return fail(c, CONN_FAILED, "%s closed the connection", c->address);
+	if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
+		return fail(c, CONN_FAILED, "cannot read from %s: out of memory", c->address);
+	return CONN_OK;
+}
+
+enum conn_result
+conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd)
+{
+	if (c->fd < 0)
+		return fail(c, CONN_FAILED, "not connected to %s", c->address);
+	for (;;) {
+		void *r = NULL;
+		enum conn_result res;
+		short revents = 0;
+
+		if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
+			return fail(c, CONN_FAILED, "protocol error from %s: %s", c->address,
+				    c->reader->errstr);
+		if (r) {
+			*reply = r;
+			return CONN_OK;
+		}
+		res = wait_fd(c->fd, (short)(POLLIN | (c->out_len ? POLLOUT : 0)), deadline,
+			      intr_fd, &revents);
+		if (res == CONN_TIMEOUT)
+			return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
+		if (res == CONN_FAILED)
+			return fail_errno(c, "lost the connection to", errno);
+		if (res == CONN_INTERRUPTED)
+			return res;
+		if ((revents & POLLOUT) && (res = flush_some(c)) != CONN_OK)
+			return res;
+		if ((revents & (POLLIN | POLLHUP | POLLERR)) && (res = read_some(c)) != CONN_OK)
+			return res;
+	}
+}
+
+enum conn_result
+conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd, int argc,
+	  const char **argv, const size_t *argvlen)
+{
+	if (c->fd < 0)
+		return fail(c, CONN_FAILED, "not connected to %s", c->address);
+	if (conn_send(c, argc, argv, argvlen) < 0)
+		return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+	return conn_recv(c, reply, deadline, intr_fd);
+}
+
+enum reply_type
+reply_type(const struct reply *r)
+{
+	switch (as_redis(r)->type) {
+	case REDIS_REPLY_STRING:
+		return REPLY_STRING;
+	case REDIS_REPLY_ARRAY:
+		return REPLY_ARRAY;
+	case REDIS_REPLY_INTEGER:
+		return REPLY_INTEGER;
+	case REDIS_REPLY_NIL:
+		return REPLY_NIL;
+	case REDIS_REPLY_STATUS:
+		return REPLY_STATUS;
+	case REDIS_REPLY_ERROR:
+		return REPLY_ERROR;
+	default:
+		return REPLY_OTHER;
+	}
+}
+
+long long
+reply_integer(const struct reply *r)
+{
+	return as_redis(r)->integer;
+}
+
+const char *
+reply_string(const struct reply *r, size_t *len)
+{
+	const redisReply *rr = as_redis(r);
+
+	if (len)
+		*len = rr->str ? rr->len : 0;
+	return rr->str ? rr->str : "";
+}
+
+size_t
+reply_count(const struct reply *r)
+{
+	return as_redis(r)->type == REDIS_REPLY_ARRAY ? as_redis(r)->elements : 0;
+}
+
+const struct reply *
+reply_element(const struct reply *r, size_t i)
+{
+	return (const struct reply *)(const void *)as_redis(r)->element[i];
+}
+
+void
+reply_free(struct reply *r)
+{
+	freeReplyObject(r);
+}

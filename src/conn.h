@@ -1,0 +1,79 @@
+/*
+ * A connection to one Redis server, and the only code that touches hiredis: hiredis formats
+ * the commands and parses the replies; the socket, its deadlines and its interruptions are
+ * ours, so that every wait is bounded on CLOCK_BOOTTIME and can be cut short by a signal.
+ *
+ * A connection is not thread-safe: each thread owns its own.
+ */
+#ifndef REDLOCK_CONN_H
+#define REDLOCK_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "url.h"
+
+struct conn;
+struct reply; /* a parsed reply; read it with the reply_* functions */
+
+enum conn_result {
+	CONN_OK,
+	CONN_FAILED,      /* could not connect, or the connection broke: it is closed */
+	CONN_TIMEOUT,     /* the deadline passed (a request may have landed): it is closed */
+	CONN_INTERRUPTED, /* intr_fd became readable first: replies still pending, it stays open */
+	CONN_REFUSED,     /* conn_open: the server refused AUTH or SELECT: it is closed */
+};
+
+/* A closed connection to url, which must outlive it. NULL when out of memory. */
+struct conn *conn_new(const struct redis_url *url);
+void conn_free(struct conn *c);
+
+/*
+ * (Re)connects, then authenticates and selects the db when the URL asks for them: both are
+ * answered before conn_open returns, so nothing else can run as the wrong user or in the
+ * wrong db. Host names that are address literals are never looked up.
+ */
+enum conn_result conn_open(struct conn *c, int64_t deadline);
+bool conn_is_open(const struct conn *c);
+void conn_close(struct conn *c);
+
+/* Queues one command on an open connection; -1 when out of memory. */
+int conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen);
+
+/*
+ * Sends what is queued and waits for the next reply until deadline (CLOCK_BOOTTIME ns), or
+ * until intr_fd (-1 for none) is readable. On CONN_OK, *reply is the caller's to free;
+ * error replies (-ERR …) are CONN_OK too: what they mean is the caller's business.
+ */
+enum conn_result conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd);
+
+/* conn_send and conn_recv in one. */
+enum conn_result conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd,
+			   int argc, const char **argv, const size_t *argvlen);
+
+/* One line on the last failure, naming the server: "cannot connect to 127.0.0.1:6379:
+ * connection refused". Never contains the password. */
+const char *conn_error(const struct conn *c);
+/* "127.0.0.1:6379", "[::1]:6379" or the socket's path. */
+const char *conn_address(const struct conn *c);
+
+enum reply_type {
+	REPLY_STRING,
+	REPLY_ARRAY,
+	REPLY_INTEGER,
+	REPLY_NIL,
+	REPLY_STATUS,
+	REPLY_ERROR,
+	REPLY_OTHER, /* anything newer than RESP2: never asked for */
+};
+
+enum reply_type reply_type(const struct reply *r);
+long long reply_integer(const struct reply *r);
+/* The bytes of a string, status or error reply; *len may be NULL. */
+const char *reply_string(const struct reply *r, size_t *len);
+size_t reply_count(const struct reply *r);
+const struct reply *reply_element(const struct reply *r, size_t i);
+void reply_free(struct reply *r);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * The lock protocol (DESIGN §3): the token, the Lua scripts with their KEYS/ARGV contracts,
+ * and acquire, renew and release on a given connection. It knows nothing about processes.
+ */
+#ifndef REDLOCK_LOCK_H
+#define REDLOCK_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "conn.h"
+
+#define LOCK_VALUE_MAX 384
+#define LOCK_HOLDER_MAX 256
+
+struct lock {
+	const char *key;
+	char *fence_key;              /* the fencing counter, in KEY's hash slot */
+	char value[LOCK_VALUE_MAX];   /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
+	int64_t ttl;                  /* the lease, ns */
+	int64_t io_timeout;           /* how long one request may take */
+	long long fence;              /* once acquired: this acquisition's fencing number */
+	int64_t acquired_at;          /* once acquired: when the winning request was sent */
+	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
+	int64_t holder_ttl;           /* and how long their lease had left (ns; -1: none) */
+	char error[512];              /* why the last call did not succeed */
+};
+
+#define LOCK_IO_TIMEOUT (5 * NS_PER_S)
+#define LOCK_LAST_ANSWER (250 * NS_PER_MS)
+
+/*
+ * Makes a fresh token for key (128 bits from getrandom) and names the helper keys.
+ * Returns 0, or -1 with errno set when there is no randomness or memory: never a weaker
+ * token.
+ */
+int lock_init(struct lock *l, const char *key, int64_t ttl);
+void lock_free(struct lock *l);
+
+/* When the lease taken by a request sent at `sent` can no longer be trusted, on the local
+ * clock: sent + TTL, less the allowance for clock drift (1% of TTL + 2 ms). */
+int64_t lock_lease_deadline(const struct lock *l, int64_t sent);
+
+enum lock_result {
+	LOCK_ACQUIRED,    /* l->fence and l->acquired_at are set */
+	LOCK_BUSY,        /* held by another (l->holder): -n, or the wait ran out */
+	LOCK_INTERRUPTED, /* intr_fd became readable; no lock was left behind */
+	LOCK_UNAVAILABLE, /* Redis could not be reached, or refused: l->error says why */
+};
+
+#define LOCK_WAIT_FOREVER INT64_C(-1)
+
+/*
+ * Takes the lock, waiting up to `wait` ns (0: not at all; LOCK_WAIT_FOREVER) while another
+ * holds it. c must be open; it is reopened as needed. A request whose reply is lost is sent
+ * again with the same token, which settles it, never abandons it.
+ */
+enum lock_result lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd);
+
+enum lock_renewal {
+	LOCK_RENEWED,
+	LOCK_RENEW_FAILED,      /* no answer, or the connection broke: l->error says why */
+	LOCK_RENEW_INTERRUPTED, /* intr_fd became readable */
+	LOCK_GONE,              /* KEY no longer holds our value: expired or deleted */
+	LOCK_GONE_WITH_DATA,    /* and the fence counter is gone too: the server lost its data */
+	LOCK_TAKEN,             /* another holder has KEY now (l->holder) */
+};
+
+/* Extends our lease to a full TTL if KEY still holds our value; never re-creates KEY.
+ * c is opened first when it is not. */
+enum lock_renewal lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd);
+
+enum lock_release_result {
+	LOCK_RELEASED,
+	LOCK_RELEASE_GONE,   /* KEY no longer held our value */
+	LOCK_RELEASE_FAILED, /* Redis could not be asked: l->error says why */
+};
+
+/* Deletes KEY if it still holds our value, reconnecting once if c has gone stale. */
+enum lock_release_result lock_release(struct lock *l, struct conn *c, int64_t deadline,
+				      int intr_fd);
+
+/* "host:pid" for a value written by redlock-run, else the value itself, made printable. */
+const char *lock_describe_holder(const char *value, char *buf, size_t size);
+
+/* The name of a helper key for key, in the same Redis Cluster hash slot: "{key}suffix", or
+ * "key" + suffix when key already has a hash tag. Returns a string to free, or NULL. */
+char *lock_aux_key(const char *key, const char *suffix);
+
+#endif

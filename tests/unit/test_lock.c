@@ -1,0 +1,178 @@
+/* lock: the protocol against a real redis-server: tokens, fencing, idempotent acquire,
+ * renew and release by the owner only, and a lost reply settled without abandoning a lock. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "clock.h"
+#include "lock.h"
+#include "redis_fixture.h"
+
+static struct redis_fixture server;
+static struct redis_url url;
+
+static void
+check_aux_key(const char *key, const char *expected)
+{
+	char *name = lock_aux_key(key, ":fence");
+
+	CHECK_STR(name, expected);
+	free(name);
+}
+
+struct thaw_later {
+	int64_t at;
+};
+
+static void *
+thaw_later(void *arg)
+{
+	clock_sleep_until(((struct thaw_later *)arg)->at, -1);
+	redis_fixture_thaw(&server);
+	return NULL;
+}
+
+int
+main(void)
+{
+	struct lock a, b;
+	struct conn *ca, *cb, *admin;
+	char pttl[32];
+	int intr[2];
+
+	/* Helper keys share KEY's Redis Cluster hash slot. */
+	check_aux_key("nightly", "{nightly}:fence");
+	check_aux_key("{deploy}:prod", "{deploy}:prod:fence");
+	check_aux_key("a{b", "{a{b}:fence");
+	check_aux_key("a{}b", "a{}b:fence");
+	check_aux_key("a}b", "a}b:fence");
+
+	redis_fixture_start(&server, NULL);
+	url = (struct redis_url){ .scheme = URL_UNIX, .path = server.socket };
+	ca = conn_new(&url);
+	cb = conn_new(&url);
+	admin = conn_new(&url);
+
+	/* The token: "<uuid>:<host>:<pid>", fresh each time. */
+	CHECK_INT(lock_init(&a, "job", 10 * NS_PER_S), 0);
+	CHECK_INT(lock_init(&b, "job", 10 * NS_PER_S), 0);
+	CHECK(strcmp(a.value, b.value) != 0);
+	CHECK_INT(strlen(a.value) > 38 && a.value[36] == ':' && a.value[14] == '4', 1);
+	CHECK_STR(a.fence_key, "{job}:fence");
+
+	/* Taking a free lock: the value is stored with the TTL, the fence starts at 1. */
+	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(a.fence, 1);
+	CHECK(a.acquired_at > 0);
+	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
+	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
+	CHECK(atoi(pttl) > 9000 && atoi(pttl) <= 10000);
+
+	/* Another token finds it held, and learns by whom and for how long. */
+	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_BUSY);
+	CHECK_STR(b.holder, a.value);
+	CHECK(b.holder_ttl > 9 * NS_PER_S);
+	char who[LOCK_HOLDER_MAX], host[300];
+	gethostname(host, sizeof(host));
+	snprintf(host + strlen(host), sizeof(host) - strlen(host), ":%d", (int)getpid());
+	CHECK_STR(lock_describe_holder(b.holder, who, sizeof(who)), host);
+	CHECK_STR(lock_describe_holder("by\nhand", who, sizeof(who)), "by\\x0ahand");
+
+	/* Asking again with the same token (a reply that was lost) settles it: still ours,
+	 * same fence, lease refreshed. */
+	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "3000", NULL), "1");
+	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(a.fence, 1);
+	CHECK(atoi(redis_fixture_call(admin, "PTTL", "job", NULL)) > 9000);
+	CHECK_STR(redis_fixture_call(admin, "GET", "{job}:fence", NULL), "1");
+
+	/* Renewing: only the owner's value is extended, and loss is told apart. */
+	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "3000", NULL), "1");
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RENEWED);
+	CHECK(atoi(redis_fixture_call(admin, "PTTL", "job", NULL)) > 9000);
+	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1), LOCK_TAKEN);
+	CHECK_STR(b.holder, a.value);
+	CHECK_STR(redis_fixture_call(admin, "DEL", "job", NULL), "1");
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_GONE);
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "job", NULL), "0"); /* never re-created */
+	CHECK_STR(redis_fixture_call(admin, "SET", "job", "someone-else", NULL), "OK");
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_TAKEN);
+	CHECK_STR(a.holder, "someone-else");
+	CHECK_STR(redis_fixture_call(admin, "FLUSHALL", NULL), "OK");
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_GONE_WITH_DATA);
+
+	/* Releasing: only the owner's value is deleted. The fence keeps growing. */
+	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(a.fence, 1);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
+	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
+	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "job", NULL), "0");
+	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
+	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(b.fence, 2);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+
+	/* A server that forgot its scripts (restart, SCRIPT FLUSH) gets them again. */
+	CHECK_STR(redis_fixture_call(admin, "SCRIPT", "FLUSH", NULL), "OK");
+	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(a.fence, 3);
+
+	/* Waiting: a bounded wait ends BUSY when it runs out... */
+	int64_t t0 = clock_now();
+	CHECK_INT(lock_acquire(&b, cb, 300 * NS_PER_MS, -1), LOCK_BUSY);
+	CHECK(clock_now() - t0 >= 300 * NS_PER_MS && clock_now() - t0 < 1500 * NS_PER_MS);
+	/* ...an interruption ends it at once... */
+	CHECK_INT(pipe(intr), 0);
+	CHECK_INT(write(intr[1], "x", 1), 1);
+	t0 = clock_now();
+	CHECK_INT(lock_acquire(&b, cb, LOCK_WAIT_FOREVER, intr[0]), LOCK_INTERRUPTED);
+	CHECK(clock_now() - t0 < 500 * NS_PER_MS);
+	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
+	/* ...and a lease that runs out hands the lock over. */
+	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "200", NULL), "1");
+	t0 = clock_now();
+	CHECK_INT(lock_acquire(&b, cb, 5 * NS_PER_S, -1), LOCK_ACQUIRED);
+	CHECK(clock_now() - t0 < 2 * NS_PER_S);
+	CHECK_INT(b.fence, 4);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+
+	/* A reply that never comes: the server is frozen while our requests pile up, each
+	 * timing out. When it thaws, the first one takes the lock and its reply is lost; the
+	 * one asked again with the same token is told the lock is ours. One acquisition, one
+	 * fence, no self-inflicted conflict. */
+	lock_free(&a);
+	CHECK_INT(lock_init(&a, "frozen", 10 * NS_PER_S), 0);
+	a.io_timeout = 150 * NS_PER_MS;
+	conn_close(ca);
+	CHECK_INT(conn_open(ca, clock_now() + NS_PER_S), CONN_OK);
+	redis_fixture_freeze(&server);
+	struct thaw_later when = { clock_now() + 500 * NS_PER_MS };
+	pthread_t thawer;
+	pthread_create(&thawer, NULL, thaw_later, &when);
+	CHECK_INT(lock_acquire(&a, ca, LOCK_WAIT_FOREVER, -1), LOCK_ACQUIRED);
+	pthread_join(thawer, NULL);
+	CHECK_INT(a.fence, 1);
+	CHECK_STR(redis_fixture_call(admin, "GET", "{frozen}:fence", NULL), "1");
+	CHECK_STR(redis_fixture_call(admin, "GET", "frozen", NULL), a.value);
+
+	/* With -n, a server that stays frozen is given up on after one request timeout. */
+	lock_free(&b);
+	CHECK_INT(lock_init(&b, "frozen-for-good", 10 * NS_PER_S), 0);
+	b.io_timeout = 150 * NS_PER_MS;
+	redis_fixture_freeze(&server);
+	t0 = clock_now();
+	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_UNAVAILABLE);
+	CHECK(clock_now() - t0 < 2 * NS_PER_S);
+	CHECK(strstr(b.error, "if the lock was taken, it expires within 10000ms") != NULL);
+	redis_fixture_thaw(&server);
+
+	lock_free(&a);
+	lock_free(&b);
+	conn_free(ca);
+	conn_free(cb);
+	conn_free(admin);
+	redis_fixture_stop(&server);
+	return check_done("lock");
+}
