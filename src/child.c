@@ -1,0 +1,262 @@
+#include "child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "exitstatus.h"
+#include "msg.h"
+
+/* The controlling terminal, if redlock-run is its foreground job; else -1. */
+static int
+foreground_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (fd >= 0 && tcgetpgrp(fd) != getpgrp()) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void
+close_all_but(int keep)
+{
+	if ((keep == 0 || close_range(0, (unsigned)keep - 1, 0) == 0) &&
+	    close_range((unsigned)keep + 1, ~0U, 0) == 0)
+		return;
+	for (int fd = 0; fd < 1024; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+/*
+ * The guard: leads the command's process group and waits on its pipe. A byte means
+ * "stand down"; end-of-file means redlock-run is gone, and the group dies with it. Only
+ * async-signal-safe calls: this is a fork of a process that may have threads.
+ */
+static _Noreturn void
+run_guard(int fd)
+{
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
+	sigset_t none;
+	char byte;
+	ssize_t n;
+
+	setpgid(0, 0);
+	/* Signals meant for the command (forwarded ones, Ctrl-C, Ctrl-Z) also reach its
+	 * group; none of them may take the guard away. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &ignore, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	close_all_but(fd);
+	do
+		n = read(fd, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		kill(0, SIGKILL);
+	_exit(0);
+}
+
+/* The command, between fork and exec: async-signal-safe calls only. */
+static _Noreturn void
+run_command(char *const argv[], char *const envp[], const struct signals *sig, pid_t pgid,
+	    int tty_fd, pid_t parent, int report_fd)
+{
+	int err;
+
+	setpgid(0, pgid);
+	if (tty_fd >= 0)
+		tcsetpgrp(tty_fd, pgid); /* SIGTTOU is still blocked here */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(STATUS_SIGNAL_BASE + SIGKILL); /* redlock-run died before the line above */
+	signals_restore_entry(sig);
+	environ = (char **)envp;
+	execvp(argv[0], argv);
+	err = errno;
+	if (write(report_fd, &err, sizeof(err)) < 0) {
+		/* The parent then sees only the exit status below. */
+	}
+	_exit(err == ENOENT ? STATUS_NOT_FOUND : STATUS_CANNOT_EXEC);
+}
+
+int
+child_spawn(struct child *ch, char *const argv[], char *const envp[], const struct signals *sig)
+{
+	int guard_pipe[2], report[2], err;
+	pid_t parent = getpid();
+	ssize_t n;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->guard_fd = ch->tty_fd = -1;
+	/* Orphans of the command come to us, not to init, so its group empties out through
+	 * our own waitpid calls. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (pipe2(guard_pipe, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(report, O_CLOEXEC) < 0)
+		goto fail_report;
+
+	ch->pgid = fork();
+	if (ch->pgid < 0)
+		goto fail_guard;
+	if (ch->pgid == 0)
+		run_guard(guard_pipe[0]);
+	setpgid(ch->pgid, ch->pgid); /* as the guard does itself: whichever runs first */
+	close(guard_pipe[0]);
+	ch->guard_fd = guard_pipe[1];
+
+	ch->tty_fd = foreground_tty();
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		err = errno;
+		child_finish(ch, 0);
+		close(report[0]);
+		close(report[1]);
+		errno = err;
+		return -1;
+	}
+	if (ch->pid == 0)
+		run_command(argv, envp, sig, ch->pgid, ch->tty_fd, parent, report[1]);
+	setpgid(ch->pid, ch->pgid);
+	if (ch->tty_fd >= 0)
+		tcsetpgrp(ch->tty_fd, ch->pgid);
+
+	/* The report pipe closes on a successful exec; an errno arrives when it failed. */
+	close(report[1]);
+	do
+		n = read(report[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(report[0]);
+	if (n == (ssize_t)sizeof(err)) {
+		char buf[128];
+		msg_error("cannot run %s: %s", argv[0], msg_strerror(err, buf, sizeof(buf)));
+	}
+	return 0;
+
+fail_guard:
+	err = errno;
+	close(report[0]);
+	close(report[1]);
+	errno = err;
+fail_report:
+	err = errno;
+	close(guard_pipe[0]);
+	close(guard_pipe[1]);
+	errno = err;
+	return -1;
+}
+
+void
+child_signal(const struct child *ch, int sig)
+{
+	kill(-ch->pgid, sig);
+}
+
+/* Reaps whatever of ours has exited (orphans that came to us as subreaper). */
+static void
+reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* Waits up to `until` for the group to empty; true once it has. */
+static bool
+group_gone_by(pid_t pgid, int64_t until)
+{
+	for (;;) {
+		reap_orphans();
+		/* The pgid cannot be reused while a member is alive, and we look again within
+		 * milliseconds of the last one going. */
+		if (kill(-pgid, 0) < 0 && errno == ESRCH)
+			return true;
+		if (clock_now() >= until)
+			return false;
+		clock_sleep_until(time_min(until, clock_now() + 5 * NS_PER_MS), -1);
+	}
+}
+
+void
+child_finish(struct child *ch, int64_t grace)
+{
+	if (ch->tty_fd >= 0) {
+		tcsetpgrp(ch->tty_fd, getpgrp());
+		close(ch->tty_fd);
+		ch->tty_fd = -1;
+	}
+	if (ch->guard_fd < 0)
+		return;
+	/* The guard leaves first, so that it is not counted as a leftover. */
+	if (write(ch->guard_fd, "", 1) < 0) {
+		/* Then it is gone already. */
+	}
+	close(ch->guard_fd);
+	ch->guard_fd = -1;
+	while (waitpid(ch->pgid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (group_gone_by(ch->pgid, 0))
+		return;
+	msg_info("stopping what the command left running in its process group");
+	kill(-ch->pgid, SIGTERM);
+	kill(-ch->pgid, SIGCONT);
+	if (group_gone_by(ch->pgid, clock_now() + grace))
+		return;
+	kill(-ch->pgid, SIGKILL);
+	group_gone_by(ch->pgid, clock_now() + NS_PER_S);
+}
+
+int
+child_exit_status(int wait_status, int *signo)
+{
+	*signo = 0;
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	if (WIFSIGNALED(wait_status)) {
+		*signo = WTERMSIG(wait_status);
+		return STATUS_SIGNAL_BASE + *signo;
+	}
+	return STATUS_OSERR;
+}
+
+static bool
+same_name(const char *a, const char *b)
+{
+	size_t n = strcspn(a, "=");
+
+	return strncmp(a, b, n) == 0 && b[n] == '=';
+}
+
+char **
+child_environment(char *const environ_[], char *const add[], int nadd)
+{
+	size_t n = 0, o = 0;
+	char **env;
+
+	while (environ_ && environ_[n])
+		n++;
+	if (!(env = calloc(n + (size_t)nadd + 1, sizeof(*env))))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool replaced = false;
+		for (int j = 0; j < nadd && !replaced; j++)
+			replaced = same_name(add[j], environ_[i]);
+		if (!replaced)
+			env[o++] = environ_[i];
+	}
+	for (int j = 0; j < nadd; j++)
+		env[o++] = add[j];
+	env[o] = NULL;
+	return env;
+}

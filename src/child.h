@@ -1,0 +1,49 @@
+/*
+ * The command's side (DESIGN §4.1, §4.3, §5): it runs in a process group of its own, led by
+ * a tiny guard process whose only job is to take that whole group down with SIGKILL the
+ * moment redlock-run dies, however it dies. The command itself also gets SIGKILL as its
+ * parent-death signal, in case it left the group.
+ */
+#ifndef REDLOCK_CHILD_H
+#define REDLOCK_CHILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "signals.h"
+
+struct child {
+	pid_t pid;    /* the command */
+	pid_t pgid;   /* its process group; the guard's pid */
+	int guard_fd; /* our end of the guard's pipe */
+	int tty_fd;   /* the terminal handed to the group while it runs, or -1 */
+	int wait_status;
+};
+
+/*
+ * Starts the command: argv[0] is looked up in PATH, envp is its whole environment. When
+ * redlock-run is the terminal's foreground job, the command's group becomes the foreground
+ * group. Returns 0 (also when exec fails: then the command has exited 126 or 127 and the
+ * reason was printed), or -1 with errno set when nothing could be started.
+ */
+int child_spawn(struct child *ch, char *const argv[], char *const envp[],
+		const struct signals *sig);
+
+/* Sends sig to the command's whole process group. */
+void child_signal(const struct child *ch, int sig);
+
+/* After the command was reaped: the terminal goes back to redlock-run, the guard stands
+ * down, and whatever the command left in its group gets SIGTERM and, grace later, SIGKILL.
+ * Returns once the group is empty. */
+void child_finish(struct child *ch, int64_t grace);
+
+/* Maps a wait status the way a shell does: the exit code, or 128+N for signal N (then
+ * *signo is N, else 0). */
+int child_exit_status(int wait_status, int *signo);
+
+/* The environment for the command: environ with each "NAME=value" of add put in (replacing
+ * NAME if present). A NULL-terminated array to free(), whose strings are not copied. */
+char **child_environment(char *const environ_[], char *const add[], int nadd);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * redlock-run: flock(1) for a fleet. The whole life of a run, top to bottom: parse, take the
+ * lock, start the command, supervise it while the watchdog renews the lease, release, exit
+ * with the command's status.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "clock.h"
+#include "config.h"
+#include "conn.h"
+#include "duration.h"
+#include "exitstatus.h"
+#include "lock.h"
+#include "msg.h"
+#include "opts.h"
+#include "signals.h"
+#include "supervise.h"
+#include "watchdog.h"
+
+static _Noreturn void
+fatal_errno(int status, const char *what)
+{
+	char buf[128];
+
+	msg_fatal(status, "%s: %s", what, msg_strerror(errno, buf, sizeof(buf)));
+}
+
+/* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used,
+ * 128+N by signal N while waiting. */
+static void
+acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signals *sig)
+{
+	int64_t start = clock_now(), waited;
+	char holder[LOCK_HOLDER_MAX], buf[32];
+
+	for (;;) {
+		int64_t wait = o->wait;
+		if (wait > 0)
+			wait = time_max(0, start + o->wait - clock_now());
+		switch (lock_acquire(l, c, wait, sig->fd)) {
+		case LOCK_ACQUIRED:
+			waited = clock_now() - start;
+			msg_info("acquired %s after %s, fence %lld", l->key,
+				 duration_format(waited, buf, sizeof(buf)), l->fence);
+			return;
+		case LOCK_BUSY:
+			msg_info("%s is held by %s; giving up%s", l->key,
+				 lock_describe_holder(l->holder, holder, sizeof(holder)),
+				 o->wait ? " after waiting" : "");
+			exit(o->conflict_status);
+		case LOCK_UNAVAILABLE:
+			msg_fatal(STATUS_UNAVAILABLE, "%s", l->error);
+		case LOCK_INTERRUPTED: {
+			int s = signals_take(sig);
+			if (signals_forwarded(s))
+				signals_die(s);
+			break; /* a child we inherited: wait on */
+		}
+		}
+	}
+}
+
+/*
+ * Gives the lock back once nothing of the command is left running, and adjusts the
+ * outcome. Signals no longer cut anything short here: a release takes one round trip, or
+ * at worst the request timeout; once the lease is lost it is only a courtesy, and a server
+ * that does not answer at once is not waited for.
+ */
+static void
+release(struct lock *l, struct conn *c, struct outcome *out)
+{
+	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
+	char ttl[32];
+
+	switch (lock_release(l, c, clock_now() + patience, -1)) {
+	case LOCK_RELEASED:
+		msg_info("released %s", l->key);
+		break;
+	case LOCK_RELEASE_GONE:
+		if (!out->lost)
+			msg_error("lost the lock on %s: it was gone when the command ended",
+				  l->key);
+		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+		break;
+	case LOCK_RELEASE_FAILED:
+		msg_warn("cannot release %s: %s; it expires within %s", l->key, l->error,
+			 duration_format(l->ttl, ttl, sizeof(ttl)));
+		break;
+	}
+}
+
+/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE. */
+static char **
+command_environment(const struct lock *l)
+{
+	static char *vars[3];
+
+	if (asprintf(&vars[0], "REDLOCK_KEY=%s", l->key) < 0 ||
+	    asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) < 0 ||
+	    asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) < 0)
+		return NULL;
+	return child_environment(environ, vars, 3);
+}
+
+/* Nothing can run under the lock (no memory, thread or process): give it back and exit. */
+static _Noreturn void
+abandon(struct lock *l, struct conn *c, struct watchdog *wd, const char *what)
+{
+	int err = errno;
+
+	watchdog_stop(wd);
+	lock_release(l, c, clock_now() + l->io_timeout, -1);
+	errno = err;
+	fatal_errno(STATUS_OSERR, what);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct opts o;
+	struct signals sig;
+	struct lock lock;
+	struct conn *conn;
+	struct child child;
+	struct watchdog *wd;
+	struct outcome out;
+	char err[512], **env;
+
+	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
+	case OPTS_HELP:
+		opts_print_help(stdout);
+		return 0;
+	case OPTS_VERSION:
+		printf("redlock-run %s\n", REDLOCK_VERSION);
+		return 0;
+	case OPTS_USAGE_ERROR:
+		msg_error("%s", err);
+		fputs("Try 'redlock-run --help' for more information.\n", stderr);
+		return STATUS_USAGE;
+	case OPTS_RUN:
+		break;
+	}
+	msg_set_level(o.verbosity);
+	if (signals_init(&sig) < 0)
+		fatal_errno(STATUS_OSERR, "cannot set up signal handling");
+	if (lock_init(&lock, o.key, o.ttl) < 0)
+		fatal_errno(STATUS_OSERR, "cannot make a lock token");
+	if (!(conn = conn_new(&o.url)))
+		fatal_errno(STATUS_OSERR, "cannot set up a connection");
+
+	acquire(&lock, conn, &o, &sig);
+
+	env = command_environment(&lock);
+	wd = env ? watchdog_start(&lock, &o.url) : NULL;
+	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
+		abandon(&lock, conn, wd, "cannot start the command");
+
+	out = supervise(&(struct supervision){
+		.child = &child,
+		.watchdog = wd,
+		.lock = &lock,
+		.signals = &sig,
+		.on_lost = o.on_lost,
+		.grace = o.grace,
+		.max_hold = o.max_hold,
+	});
+	msg_info("the command ended with status %d after %s", out.status,
+		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)));
+	child_finish(&child, o.grace);
+	watchdog_stop(wd);
+	release(&lock, conn, &out);
+
+	conn_free(conn);
+	lock_free(&lock);
+	free(env);
+	opts_free(&o);
+	if (out.signal)
+		signals_die(out.signal);
+	return out.status;
+}

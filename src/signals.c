@@ -1,0 +1,89 @@
+#include "signals.h"
+
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "exitstatus.h"
+#include "util.h"
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+bool
+signals_forwarded(int sig)
+{
+	for (size_t i = 0; i < ARRAY_LEN(forwarded); i++)
+		if (forwarded[i] == sig)
+			return true;
+	return false;
+}
+
+int
+signals_init(struct signals *s)
+{
+	struct sigaction sa;
+	sigset_t consumed, blocked;
+
+	sigemptyset(&consumed);
+	for (size_t i = 0; i < ARRAY_LEN(forwarded); i++) {
+		if (sigaction(forwarded[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			continue;
+		sigaddset(&consumed, forwarded[i]);
+	}
+	sigaddset(&consumed, SIGCHLD);
+	/* With SIGCHLD ignored, children would be reaped behind our back and their status
+	 * lost; the command gets the ignored disposition back before exec. */
+	s->chld_was_ignored = sigaction(SIGCHLD, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+	if (s->chld_was_ignored) {
+		sa.sa_handler = SIG_DFL;
+		sa.sa_flags = 0;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, NULL);
+	}
+	/* SIGTTOU too, never consumed: it is what a background process gets for handing the
+	 * terminal to the command's group and taking it back. */
+	blocked = consumed;
+	sigaddset(&blocked, SIGTTOU);
+	if (sigprocmask(SIG_BLOCK, &blocked, &s->entry_mask) < 0)
+		return -1;
+	s->fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->fd < 0 ? -1 : 0;
+}
+
+int
+signals_take(const struct signals *s)
+{
+	struct signalfd_siginfo si;
+
+	if (read(s->fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
+}
+
+void
+signals_restore_entry(const struct signals *s)
+{
+	if (s->chld_was_ignored) {
+		struct sigaction sa = { .sa_handler = SIG_IGN };
+		sigaction(SIGCHLD, &sa, NULL);
+	}
+	sigprocmask(SIG_SETMASK, &s->entry_mask, NULL);
+}
+
+_Noreturn void
+signals_die(int sig)
+{
+	struct rlimit no_core = { 0, 0 };
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	setrlimit(RLIMIT_CORE, &no_core);
+	sigaction(sig, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	/* Only a signal whose default is to carry on (CHLD, CONT, WINCH…) gets here. */
+	_exit(STATUS_SIGNAL_BASE + sig);
+}

@@ -1,0 +1,37 @@
+/*
+ * Signals (DESIGN §4.3). From the first line of main, INT, TERM, HUP, QUIT and CHLD are
+ * blocked in every thread and consumed in one place, through a signalfd: no handler ever
+ * runs. A signal that was ignored when redlock-run started (HUP under nohup, INT in a
+ * script's background job) is left ignored, for redlock-run and for the command alike.
+ */
+#ifndef REDLOCK_SIGNALS_H
+#define REDLOCK_SIGNALS_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+struct signals {
+	int fd;                /* readable while one of ours is pending */
+	sigset_t entry_mask;   /* the mask redlock-run started with */
+	bool chld_was_ignored; /* SIGCHLD was SIG_IGN on entry; we need it at SIG_DFL */
+};
+
+/* Blocks and redirects our signals; must run before any thread is created. 0, or -1 with
+ * errno set. */
+int signals_init(struct signals *s);
+
+/* Takes one pending signal: its number, or 0 when none is pending. */
+int signals_take(const struct signals *s);
+
+/* True for the signals that are passed on to the command (INT, TERM, HUP, QUIT). */
+bool signals_forwarded(int sig);
+
+/* For the command, between fork and exec (async-signal-safe): the signal mask and the
+ * SIGCHLD disposition redlock-run had on entry. */
+void signals_restore_entry(const struct signals *s);
+
+/* Ends redlock-run by signal sig, so that its parent sees what the command went through
+ * (as timeout(1) does); no core is dumped. */
+_Noreturn void signals_die(int sig);
+
+#endif

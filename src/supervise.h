@@ -1,0 +1,37 @@
+/*
+ * The single place where signals, the command's exit, watchdog events and deadlines meet
+ * (DESIGN §4): it passes signals on, follows the lease, and stops the command when the lease
+ * can no longer be trusted or --max-hold runs out.
+ */
+#ifndef REDLOCK_SUPERVISE_H
+#define REDLOCK_SUPERVISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "child.h"
+#include "lock.h"
+#include "opts.h"
+#include "signals.h"
+#include "watchdog.h"
+
+struct supervision {
+	struct child *child;
+	struct watchdog *watchdog;
+	const struct lock *lock;
+	const struct signals *signals;
+	enum on_lost on_lost;
+	int64_t grace;    /* between SIGTERM and SIGKILL */
+	int64_t max_hold; /* 0: no limit */
+};
+
+struct outcome {
+	int status; /* what redlock-run exits with */
+	int signal; /* when non-zero, end by this signal instead (the command died of it) */
+	bool lost;  /* the lock was lost while the command ran */
+};
+
+/* Runs until the command has exited; the command's group may still hold leftovers. */
+struct outcome supervise(const struct supervision *s);
+
+#endif

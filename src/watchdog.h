@@ -1,0 +1,43 @@
+/*
+ * The watchdog: the one extra thread. It renews the lease every TTL/3 on a connection of
+ * its own (opened only when the first renewal is due), retries soon after a failure, and
+ * reports what happens as events on a pipe. It never signals the command: deciding what a
+ * failure means is supervise's job.
+ */
+#ifndef REDLOCK_WATCHDOG_H
+#define REDLOCK_WATCHDOG_H
+
+#include <stdint.h>
+
+#include "lock.h"
+#include "url.h"
+
+struct watchdog;
+
+enum watchdog_event_type {
+	WATCHDOG_RENEWED, /* sent: when the renewing request went out */
+	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
+	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any */
+};
+
+struct watchdog_event {
+	enum watchdog_event_type type;
+	enum lock_renewal how;
+	int64_t sent;
+	char detail[512]; /* the size of lock.error */
+};
+
+/* Starts renewing the lock l (already acquired), which it copies. NULL with errno set when
+ * no thread could be started. */
+struct watchdog *watchdog_start(const struct lock *l, const struct redis_url *url);
+
+/* Readable when an event is waiting. */
+int watchdog_fd(const struct watchdog *w);
+
+/* Takes one event: 1, or 0 when there is none. */
+int watchdog_take(struct watchdog *w, struct watchdog_event *ev);
+
+/* Stops the thread (interrupting a renewal in flight), waits for it and frees w. */
+void watchdog_stop(struct watchdog *w);
+
+#endif

@@ -1,0 +1,89 @@
+/* child: wait statuses mapped as a shell maps them, the command's environment, and a real
+ * spawn whose exec fails. */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "child.h"
+#include "exitstatus.h"
+
+/* The wait status of a real process that does what `how` says. */
+static int
+status_of(int how)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (how < 0)
+			raise(-how);
+		_exit(how);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+int
+main(void)
+{
+	int sig;
+
+	CHECK_INT(child_exit_status(status_of(0), &sig), 0);
+	CHECK_INT(sig, 0);
+	CHECK_INT(child_exit_status(status_of(1), &sig), 1);
+	CHECK_INT(child_exit_status(status_of(42), &sig), 42);
+	CHECK_INT(child_exit_status(status_of(255), &sig), 255);
+	CHECK_INT(sig, 0);
+	CHECK_INT(child_exit_status(status_of(-SIGKILL), &sig), 137);
+	CHECK_INT(sig, SIGKILL);
+	CHECK_INT(child_exit_status(status_of(-SIGTERM), &sig), 143);
+	CHECK_INT(sig, SIGTERM);
+	CHECK_INT(child_exit_status(status_of(-SIGINT), &sig), 130);
+	CHECK_INT(sig, SIGINT);
+
+	char *env[] = { "PATH=/bin", "REDLOCK_KEY=stale", "HOME=/root", "REDLOCK_KEYS=other",
+			NULL };
+	char *add[] = { "REDLOCK_KEY=job", "REDLOCK_FENCE=7" };
+	char **out = child_environment(env, add, 2);
+	CHECK_STR(out[0], "PATH=/bin");
+	CHECK_STR(out[1], "HOME=/root");
+	CHECK_STR(out[2], "REDLOCK_KEYS=other"); /* a longer name is another variable */
+	CHECK_STR(out[3], "REDLOCK_KEY=job");
+	CHECK_STR(out[4], "REDLOCK_FENCE=7");
+	CHECK(out[5] == NULL);
+	free(out);
+	out = child_environment(NULL, add, 1);
+	CHECK_STR(out[0], "REDLOCK_KEY=job");
+	CHECK(out[1] == NULL);
+	free(out);
+
+	/* Spawning: a command that is not there exits 127, one that cannot be executed 126,
+	 * and each runs in a process group of its own. */
+	struct signals s;
+	struct child ch;
+	CHECK_INT(signals_init(&s), 0);
+	CHECK_INT(child_spawn(&ch, (char *[]){ "/nonexistent/command", NULL }, env, &s), 0);
+	waitpid(ch.pid, &ch.wait_status, 0);
+	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_NOT_FOUND);
+	child_finish(&ch, 0);
+	char plain[] = "/tmp/redlock-test-plain.XXXXXX";
+	close(mkstemp(plain)); /* mode 0600: not executable */
+	CHECK_INT(child_spawn(&ch, (char *[]){ plain, NULL }, env, &s), 0);
+	unlink(plain);
+	waitpid(ch.pid, &ch.wait_status, 0);
+	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_CANNOT_EXEC);
+	child_finish(&ch, 0);
+	CHECK_INT(child_spawn(&ch, (char *[]){ "sh", "-c", "exit 3", NULL },
+			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, &s),
+		  0);
+	CHECK(ch.pgid != getpgrp());
+	CHECK_INT(getpgid(ch.pid) == ch.pgid || getpgid(ch.pid) < 0, 1);
+	waitpid(ch.pid, &ch.wait_status, 0);
+	CHECK_INT(child_exit_status(ch.wait_status, &sig), 3);
+	child_finish(&ch, 0);
+	CHECK_INT(kill(-ch.pgid, 0), -1); /* the guard stood down; the group is empty */
+
+	return check_done("child");
+}
