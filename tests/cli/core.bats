@@ -1,0 +1,325 @@
+#!/usr/bin/env bats
+# The core (issue 2): take the lock, run the command while renewing it, release it, and
+# return its status; refuse bad input before Redis is touched.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	redis_start main
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	rcli flushall >/dev/null
+}
+
+teardown() {
+	redis_stop locked
+	redis_stop tcp
+}
+
+# A critical section that logs "<name> start|end <µs>" to $BATS_TEST_TMPDIR/log.
+section() {
+	echo "echo \"$1 start \$(date +%s%6N)\" >> $BATS_TEST_TMPDIR/log; sleep $2;" \
+		"echo \"$1 end \$(date +%s%6N)\" >> $BATS_TEST_TMPDIR/log"
+}
+
+@test "two contenders: the second waits, then runs, and the runs never overlap" {
+	rr job -c "$(section A 0.6)" &
+	first=$!
+	wait_until 5 test -s "$BATS_TEST_TMPDIR/log"
+	run rr job -c "$(section B 0.1)"
+	assert_success
+	wait "$first"
+	run cat "$BATS_TEST_TMPDIR/log"
+	assert_line --index 0 --regexp '^A start '
+	assert_line --index 1 --regexp '^A end '
+	assert_line --index 2 --regexp '^B start '
+	assert_line --index 3 --regexp '^B end '
+	a_end=$(awk '$1 == "A" && $2 == "end" { print $3 }' "$BATS_TEST_TMPDIR/log")
+	b_start=$(awk '$1 == "B" && $2 == "start" { print $3 }' "$BATS_TEST_TMPDIR/log")
+	((b_start >= a_end))
+}
+
+@test "-n against a held lock exits 75 at once and silently; -E 0 makes it 0" {
+	rr job -- sleep 5 &
+	holder=$!
+	wait_until 5 rcli exists job
+	start=$(now_ms)
+	run --separate-stderr rr -n job -- echo never
+	assert_equal "$status" 75
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	(($(now_ms) - start < 1000))
+	run rr --nb -E 0 job -- echo never
+	assert_success
+	refute_output
+	run rr --nonblocking -E 3 job -- echo never
+	assert_equal "$status" 3
+	kill "$holder"
+	wait "$holder" || true
+}
+
+@test "-w 0.5 against a held lock gives up between 0.4 and 1.5 seconds" {
+	rr job -- sleep 10 &
+	holder=$!
+	wait_until 5 rcli exists job
+	start=$(now_ms)
+	run rr -w 0.5 job -- echo never
+	elapsed=$(($(now_ms) - start))
+	assert_equal "$status" 75
+	refute_output
+	((elapsed >= 400 && elapsed <= 1500))
+	kill "$holder"
+	wait "$holder" || true
+}
+
+@test "-w 0 is -n, and -n wins over -w" {
+	rr job -- sleep 10 &
+	holder=$!
+	wait_until 5 rcli exists job
+	start=$(now_ms)
+	run rr -w 0 job -- true
+	assert_equal "$status" 75
+	run rr -w 5 -n job -- true
+	assert_equal "$status" 75
+	(($(now_ms) - start < 1000))
+	kill "$holder"
+	wait "$holder" || true
+}
+
+@test "the command's exit status passes through: 0, 1, 42, 255" {
+	for code in 0 1 42 255; do
+		run rr job -- sh -c "exit $code"
+		assert_equal "$status" "$code"
+	done
+}
+
+@test "a command killed by SIGKILL gives 137, by SIGTERM 143" {
+	run rr job -- sh -c 'kill -KILL $$'
+	assert_equal "$status" 137
+	run rr job -- sh -c 'kill -TERM $$'
+	assert_equal "$status" 143
+	run rcli exists job
+	assert_output 0
+}
+
+@test "a command that is not found gives 127, one that cannot be executed 126" {
+	run -127 --separate-stderr rr job -- no-such-command-here
+	assert_equal "$status" 127
+	assert_equal "$stderr" "redlock-run: cannot run no-such-command-here: no such file or directory"
+	touch "$BATS_TEST_TMPDIR/plain"
+	chmod 644 "$BATS_TEST_TMPDIR/plain"
+	run -126 --separate-stderr rr job -- "$BATS_TEST_TMPDIR/plain"
+	assert_equal "$status" 126
+	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/plain: permission denied"
+	run rcli exists job
+	assert_output 0
+}
+
+@test "the command sees REDLOCK_KEY, REDLOCK_TOKEN and a REDLOCK_FENCE that grows" {
+	run rr nightly -- sh -c 'echo "$REDLOCK_KEY|$REDLOCK_TOKEN|$REDLOCK_FENCE"'
+	assert_success
+	IFS='|' read -r key token fence <<<"$output"
+	assert_equal "$key" nightly
+	[[ $token =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:.+:[0-9]+$ ]]
+	assert_equal "$fence" 1
+	for expected in 2 3 4; do
+		run rr nightly -- sh -c 'echo $REDLOCK_FENCE'
+		assert_output "$expected"
+	done
+}
+
+@test "the token is the value stored at KEY while the command runs" {
+	run rr job -- sh -c 'redis-cli -s "$0" get job; echo "$REDLOCK_TOKEN"' "$(redis_sock main)"
+	assert_success
+	assert_equal "${lines[0]}" "${lines[1]}"
+}
+
+@test "no key is left after a run, only the fence counter" {
+	run rr job -- true
+	assert_success
+	run rr job -c 'exit 3'
+	assert_equal "$status" 3
+	run keys_but_fences
+	assert_output ""
+	run rcli get '{job}:fence'
+	assert_output 2
+	run rcli ttl '{job}:fence'
+	assert_output -- -1
+}
+
+@test "a command running three TTLs keeps the lock: every -n contender gets 75" {
+	rr -t 300ms job -- sleep 1.2 &
+	holder=$!
+	wait_until 5 rcli exists job
+	tries=0
+	while kill -0 "$holder" 2>/dev/null && ((tries < 10)); do
+		run rr -n job -- true
+		if kill -0 "$holder" 2>/dev/null; then
+			assert_equal "$status" 75
+			tries=$((tries + 1))
+		fi
+		sleep 0.1
+	done
+	((tries >= 8))
+	wait "$holder"
+}
+
+@test "-c runs its string with \$SHELL -c, /bin/sh when SHELL is unset" {
+	run env SHELL=/bin/bash REDLOCK_URL="unix://$(redis_sock main)" "$REDLOCK_RUN" job -c 'echo $BASH_VERSION'
+	assert_success
+	assert_output --regexp '^[0-9]+\.'
+	run env -u SHELL REDLOCK_URL="unix://$(redis_sock main)" "$REDLOCK_RUN" job -c 'echo "$0"'
+	assert_output /bin/sh
+}
+
+@test "COMMAND's own flags are never parsed" {
+	run rr job printf '%s,' -n -w --ttl x
+	assert_success
+	assert_output "-n,-w,--ttl,x,"
+	run rr job -- printf '%s,' -c x
+	assert_output "-c,x,"
+}
+
+@test "a unix:// URL with ?db=2 and a redis:// URL with /2 select db 2" {
+	run "$REDLOCK_RUN" -r "unix://$(redis_sock main)?db=2" job -- \
+		redis-cli -s "$(redis_sock main)" -n 2 get job
+	assert_success
+	[[ $output =~ :[0-9]+$ ]]
+	run rcli -n 2 get '{job}:fence'
+	assert_output 1
+	run rcli -n 0 get '{job}:fence'
+	assert_output ""
+
+	redis_start_tcp tcp
+	port=$(redis_port tcp)
+	run "$REDLOCK_RUN" -r "redis://127.0.0.1:$port/2" job -- \
+		redis-cli -p "$port" -n 2 exists job
+	assert_success
+	assert_output 1
+	run redis-cli -p "$port" -n 0 exists '{job}:fence'
+	assert_output 0
+}
+
+@test "REDLOCK_URL is honoured and -r wins over it" {
+	run env REDLOCK_URL="unix://$(redis_sock main)" "$REDLOCK_RUN" job -- true
+	assert_success
+	run rcli get '{job}:fence'
+	assert_output 1
+	run env REDLOCK_URL=unix:///nonexistent.sock "$REDLOCK_RUN" -r "unix://$(redis_sock main)" job -- true
+	assert_success
+	run rcli get '{job}:fence'
+	assert_output 2
+}
+
+@test "a password from REDLOCK_PASSWORD or the URL; a wrong one gives 69 and is never shown" {
+	redis_start locked --requirepass 'right horse'
+	url="unix://$(redis_sock locked)"
+	run env REDLOCK_PASSWORD='right horse' "$REDLOCK_RUN" -r "$url" job -- echo ran
+	assert_success
+	assert_output ran
+	run "$REDLOCK_RUN" -r "unix://:right%20horse@$(redis_sock locked)" job -- echo ran
+	assert_output ran
+	run --separate-stderr env REDLOCK_PASSWORD='battery staple' "$REDLOCK_RUN" -r "$url" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$output" ""
+	[[ $stderr == "redlock-run: authentication refused by $(redis_sock locked): WRONGPASS"* ]]
+	[[ $stderr != *battery* ]]
+	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *NOAUTH* ]]
+	run rcli_on locked -a 'right horse' --no-auth-warning exists job
+	assert_output 0
+}
+
+@test "an ACL user with its password" {
+	redis_start locked --requirepass 'admin'
+	rcli_on locked -a admin --no-auth-warning acl setuser deployer on '>d3ploy' '~*' '+@all' >/dev/null
+	run env REDLOCK_PASSWORD=d3ploy "$REDLOCK_RUN" -r "unix://deployer@$(redis_sock locked)" job -- \
+		echo ran
+	assert_success
+	run --separate-stderr env REDLOCK_PASSWORD=wrong "$REDLOCK_RUN" \
+		-r "unix://deployer@$(redis_sock locked)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == "redlock-run: authentication as 'deployer' refused by "* ]]
+}
+
+@test "Redis unreachable or a db that does not exist: 69, naming the address" {
+	run --separate-stderr "$REDLOCK_RUN" -r unix:///nonexistent/redis.sock job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot connect to /nonexistent/redis.sock: no such file or directory"
+	run --separate-stderr "$REDLOCK_RUN" -r redis://127.0.0.1:1 job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot connect to 127.0.0.1:1: connection refused"
+	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock main)?db=4000" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == "redlock-run: cannot select db 4000 on $(redis_sock main): ERR"* ]]
+	run rcli dbsize
+	assert_output 0
+}
+
+@test "bad input: one message, status 64, and nothing in Redis" {
+	export REDLOCK_URL="unix://$(redis_sock main)"
+	while IFS= read -r args; do
+		eval "set -- $args"
+		run --separate-stderr "$REDLOCK_RUN" "$@"
+		if [[ $status != 64 ]]; then
+			echo "status $status for: $args" >&2
+			return 1
+		fi
+		assert_equal "${#stderr_lines[@]}" 2
+		[[ ${stderr_lines[0]} == "redlock-run: "* ]]
+		assert_equal "${stderr_lines[1]}" "Try 'redlock-run --help' for more information."
+		assert_equal "$output" ""
+	done <<'EOF_CASES'
+--bogus job true
+-x job true
+
+job
+job --
+'' true
+job -c 'echo' extra
+-c 'echo' job extra
+-t 0 job true
+-t -1 job true
+-t 50ms job true
+-t abc job true
+-t 99999999999999999999 job true
+-w abc job true
+-w -1 job true
+-E 256 job true
+-E -1 job true
+-E x job true
+-r http://localhost job true
+-r redis://localhost:0 job true
+-r redis://localhost:65536 job true
+-r redis://localhost:6379/0garbage job true
+-r redis://localhost:6379x job true
+--on-lost later job true
+--max-hold 0 job true
+EOF_CASES
+	run rcli dbsize
+	assert_output 0
+}
+
+@test "bad REDLOCK_URL is a usage error that names the variable" {
+	run --separate-stderr env REDLOCK_URL=redis://host:0 "$REDLOCK_RUN" job -- true
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "redlock-run: invalid Redis URL in REDLOCK_URL: the port must be a number from 1 to 65535, not '0'"
+}
+
+@test "--help goes to stdout with status 0; --version too" {
+	run --separate-stderr "$REDLOCK_RUN" --help
+	assert_success
+	assert_equal "$stderr" ""
+	assert_line --index 0 "Usage:"
+	assert_output --partial "--conflict-exit-code"
+	run --separate-stderr "$REDLOCK_RUN" -V
+	assert_success
+	assert_output --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+$'
+}

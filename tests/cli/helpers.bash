@@ -1,0 +1,97 @@
+# Shared by the command-line scenarios. Each file gets private redis-servers on Unix sockets
+# (or free loopback ports) in its own temporary folder; nothing is mocked, every wait is a
+# bounded poll, and every test has a time limit.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+: "${REDLOCK_RUN:?meson test sets REDLOCK_RUN to the binary under test}"
+export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
+
+# A daemon keeps the file descriptors it was started with, and bats waits for its own fd 3
+# to close: every server is started without it.
+
+# redis_start NAME [redis-server args...]: starts a server on $BATS_FILE_TMPDIR/NAME/redis.sock
+# and waits until it answers.
+redis_start() {
+	local name=$1 dir
+	shift
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+		--dir "$dir" --save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" 3>&-
+	wait_until 5 test -s "$dir/redis.pid"
+	wait_until 5 redis_answers "$name"
+}
+
+# redis_start_tcp NAME [args...]: the same on a free loopback port, written to NAME/port.
+redis_start_tcp() {
+	local name=$1 dir port tries
+	shift
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	for tries in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((20000 + RANDOM % 40000))
+		echo "$port" >"$dir/port"
+		rm -f "$dir/redis.pid"
+		if redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+			--dir "$dir" --save '' --appendonly no --daemonize yes \
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" 3>&- &&
+			wait_until 5 redis_answers "$name" 2>/dev/null &&
+			redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; then
+			return 0
+		fi
+		redis_stop "$name"
+	done
+	echo "no free port for redis-server" >&2
+	return 1
+}
+
+redis_dir() { echo "$BATS_FILE_TMPDIR/redis-$1"; }
+redis_sock() { echo "$(redis_dir "$1")/redis.sock"; }
+redis_port() { cat "$(redis_dir "$1")/port"; }
+redis_pid() { cat "$(redis_dir "$1")/redis.pid"; }
+redis_answers() { redis-cli -s "$(redis_sock "$1")" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; }
+
+redis_stop() {
+	local pid
+	pid=$(cat "$(redis_dir "$1")/redis.pid" 2>/dev/null) || return 0
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -KILL "$pid" 2>/dev/null || true
+	wait_until 5 sh -c "! kill -0 $pid 2>/dev/null"
+	rm -f "$(redis_dir "$1")/redis.pid"
+}
+
+# rcli [NAME] ARGS...: redis-cli on server NAME (default: main).
+rcli() { redis-cli -s "$(redis_sock main)" "$@"; }
+rcli_on() {
+	local name=$1
+	shift
+	redis-cli -s "$(redis_sock "$name")" "$@"
+}
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 20ms until it succeeds; fails after
+# SECONDS.
+wait_until() {
+	local limit=$1 deadline
+	shift
+	deadline=$(($(now_ms) + limit * 1000))
+	until "$@"; do
+		if (($(now_ms) >= deadline)); then
+			echo "timed out after ${limit}s waiting for: $*" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# Milliseconds and microseconds on the wall clock, without a fork.
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+# rr ARGS...: redlock-run against the main server.
+rr() { REDLOCK_URL="unix://$(redis_sock main)" "$REDLOCK_RUN" "$@"; }
+
+# Every key on the main server but fence counters (which never expire, by design).
+keys_but_fences() { rcli --scan | grep -v ':fence$' | sort || true; }
