@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds redlock-run and runs the whole test suite: one test program per module and the
+# command-line scenarios (bats), all against private redis-server processes that the tests
+# start and stop themselves. Extra arguments go to `meson test` (e.g. --suite unit).
+#
+#   BUILD_DIR          the build folder (default: build)
+#   MESON_SETUP_ARGS   options for meson setup, e.g. "-Dwerror=true -Db_sanitize=address,undefined"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+ensure_packages
+dir=${BUILD_DIR:-build}
+# shellcheck disable=SC2086 # word splitting of the options is intended
+build "$dir" ${MESON_SETUP_ARGS:-}
+
+status=0
+meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" "$@" || status=$?
+
+# One closing line that any CI reads the same way.
+log="$dir/meson-logs/testlog.json"
+passed=$(grep -c '"result": "OK"' "$log" || true)
+failed=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+echo "${passed} passed, ${failed} failed"
+exit "$status"
