@@ -14,6 +14,7 @@ teardown_file() {
 }
 
 setup() {
+	export REDLOCK_URL="unix://$(redis_sock main)"
 	rcli flushall >/dev/null
 }
 
@@ -29,10 +30,10 @@ section() {
 }
 
 @test "two contenders: the second waits, then runs, and the runs never overlap" {
-	rr job -c "$(section A 0.6)" &
+	"$RR" job -c "$(section A 0.6)" &
 	first=$!
 	wait_until 5 test -s "$BATS_TEST_TMPDIR/log"
-	run rr job -c "$(section B 0.1)"
+	run "$RR" job -c "$(section B 0.1)"
 	assert_success
 	wait "$first"
 	run cat "$BATS_TEST_TMPDIR/log"
@@ -46,30 +47,30 @@ section() {
 }
 
 @test "-n against a held lock exits 75 at once and silently; -E 0 makes it 0" {
-	rr job -- sleep 5 &
+	"$RR" job -- sleep 5 &
 	holder=$!
 	wait_until 5 rcli exists job
 	start=$(now_ms)
-	run --separate-stderr rr -n job -- echo never
+	run --separate-stderr "$RR" -n job -- echo never
 	assert_equal "$status" 75
 	assert_equal "$output" ""
 	assert_equal "$stderr" ""
 	(($(now_ms) - start < 1000))
-	run rr --nb -E 0 job -- echo never
+	run "$RR" --nb -E 0 job -- echo never
 	assert_success
 	refute_output
-	run rr --nonblocking -E 3 job -- echo never
+	run "$RR" --nonblocking -E 3 job -- echo never
 	assert_equal "$status" 3
 	kill "$holder"
 	wait "$holder" || true
 }
 
 @test "-w 0.5 against a held lock gives up between 0.4 and 1.5 seconds" {
-	rr job -- sleep 10 &
+	"$RR" job -- sleep 10 &
 	holder=$!
 	wait_until 5 rcli exists job
 	start=$(now_ms)
-	run rr -w 0.5 job -- echo never
+	run "$RR" -w 0.5 job -- echo never
 	elapsed=$(($(now_ms) - start))
 	assert_equal "$status" 75
 	refute_output
@@ -79,13 +80,13 @@ section() {
 }
 
 @test "-w 0 is -n, and -n wins over -w" {
-	rr job -- sleep 10 &
+	"$RR" job -- sleep 10 &
 	holder=$!
 	wait_until 5 rcli exists job
 	start=$(now_ms)
-	run rr -w 0 job -- true
+	run "$RR" -w 0 job -- true
 	assert_equal "$status" 75
-	run rr -w 5 -n job -- true
+	run "$RR" -w 5 -n job -- true
 	assert_equal "$status" 75
 	(($(now_ms) - start < 1000))
 	kill "$holder"
@@ -94,27 +95,27 @@ section() {
 
 @test "the command's exit status passes through: 0, 1, 42, 255" {
 	for code in 0 1 42 255; do
-		run rr job -- sh -c "exit $code"
+		run "$RR" job -- sh -c "exit $code"
 		assert_equal "$status" "$code"
 	done
 }
 
 @test "a command killed by SIGKILL gives 137, by SIGTERM 143" {
-	run rr job -- sh -c 'kill -KILL $$'
+	run "$RR" job -- sh -c 'kill -KILL $$'
 	assert_equal "$status" 137
-	run rr job -- sh -c 'kill -TERM $$'
+	run "$RR" job -- sh -c 'kill -TERM $$'
 	assert_equal "$status" 143
 	run rcli exists job
 	assert_output 0
 }
 
 @test "a command that is not found gives 127, one that cannot be executed 126" {
-	run -127 --separate-stderr rr job -- no-such-command-here
+	run -127 --separate-stderr "$RR" job -- no-such-command-here
 	assert_equal "$status" 127
 	assert_equal "$stderr" "redlock-run: cannot run no-such-command-here: no such file or directory"
 	touch "$BATS_TEST_TMPDIR/plain"
 	chmod 644 "$BATS_TEST_TMPDIR/plain"
-	run -126 --separate-stderr rr job -- "$BATS_TEST_TMPDIR/plain"
+	run -126 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR/plain"
 	assert_equal "$status" 126
 	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/plain: permission denied"
 	run rcli exists job
@@ -122,28 +123,28 @@ section() {
 }
 
 @test "the command sees REDLOCK_KEY, REDLOCK_TOKEN and a REDLOCK_FENCE that grows" {
-	run rr nightly -- sh -c 'echo "$REDLOCK_KEY|$REDLOCK_TOKEN|$REDLOCK_FENCE"'
+	run "$RR" nightly -- sh -c 'echo "$REDLOCK_KEY|$REDLOCK_TOKEN|$REDLOCK_FENCE"'
 	assert_success
 	IFS='|' read -r key token fence <<<"$output"
 	assert_equal "$key" nightly
 	[[ $token =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:.+:[0-9]+$ ]]
 	assert_equal "$fence" 1
 	for expected in 2 3 4; do
-		run rr nightly -- sh -c 'echo $REDLOCK_FENCE'
+		run "$RR" nightly -- sh -c 'echo $REDLOCK_FENCE'
 		assert_output "$expected"
 	done
 }
 
 @test "the token is the value stored at KEY while the command runs" {
-	run rr job -- sh -c 'redis-cli -s "$0" get job; echo "$REDLOCK_TOKEN"' "$(redis_sock main)"
+	run "$RR" job -- sh -c 'redis-cli -s "$0" get job; echo "$REDLOCK_TOKEN"' "$(redis_sock main)"
 	assert_success
 	assert_equal "${lines[0]}" "${lines[1]}"
 }
 
 @test "no key is left after a run, only the fence counter" {
-	run rr job -- true
+	run "$RR" job -- true
 	assert_success
-	run rr job -c 'exit 3'
+	run "$RR" job -c 'exit 3'
 	assert_equal "$status" 3
 	run keys_but_fences
 	assert_output ""
@@ -154,12 +155,12 @@ section() {
 }
 
 @test "a command running three TTLs keeps the lock: every -n contender gets 75" {
-	rr -t 300ms job -- sleep 1.2 &
+	"$RR" -t 300ms job -- sleep 1.2 &
 	holder=$!
 	wait_until 5 rcli exists job
 	tries=0
 	while kill -0 "$holder" 2>/dev/null && ((tries < 10)); do
-		run rr -n job -- true
+		run "$RR" -n job -- true
 		if kill -0 "$holder" 2>/dev/null; then
 			assert_equal "$status" 75
 			tries=$((tries + 1))
@@ -179,10 +180,10 @@ section() {
 }
 
 @test "COMMAND's own flags are never parsed" {
-	run rr job printf '%s,' -n -w --ttl x
+	run "$RR" job printf '%s,' -n -w --ttl x
 	assert_success
 	assert_output "-n,-w,--ttl,x,"
-	run rr job -- printf '%s,' -c x
+	run "$RR" job -- printf '%s,' -c x
 	assert_output "-c,x,"
 }
 

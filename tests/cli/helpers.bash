@@ -59,7 +59,7 @@ redis_stop() {
 	pid=$(cat "$(redis_dir "$1")/redis.pid" 2>/dev/null) || return 0
 	kill -CONT "$pid" 2>/dev/null || true
 	kill -KILL "$pid" 2>/dev/null || true
-	wait_until 5 sh -c "! kill -0 $pid 2>/dev/null"
+	wait_until 5 gone "$pid"
 	rm -f "$(redis_dir "$1")/redis.pid"
 }
 
@@ -90,8 +90,22 @@ wait_until() {
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
-# rr ARGS...: redlock-run against the main server.
-rr() { REDLOCK_URL="unix://$(redis_sock main)" "$REDLOCK_RUN" "$@"; }
+# The binary under test, short. Scenarios export REDLOCK_URL and run it directly (never
+# through a shell function), so that `"$RR" ... &` leaves redlock-run's own pid in $!.
+RR=$REDLOCK_RUN
 
 # Every key on the main server but fence counters (which never expire, by design).
 keys_but_fences() { rcli --scan | grep -v ':fence$' | sort || true; }
+
+# gone PID: the process has exited (a zombie waiting for its parent counts as gone).
+gone() {
+	! kill -0 "$1" 2>/dev/null || [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]
+}
+
+# stamp FILE: copies standard input to FILE, each line prefixed with the time it arrived (µs).
+stamp() {
+	local line
+	while IFS= read -r line; do
+		echo "$(now_us) $line"
+	done >"$1"
+}
