@@ -41,10 +41,13 @@ signals_init(struct signals *s)
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGCHLD, &sa, NULL);
 	}
-	/* SIGTTOU too, never consumed: it is what a background process gets for handing the
-	 * terminal to the command's group and taking it back. */
+	/* Two more are blocked and never consumed: SIGTTOU, which a background process gets
+	 * for handing the terminal to the command's group and taking it back, and SIGPIPE, so
+	 * that a write to a reader that is gone (a guard killed with its group, a closed stderr)
+	 * fails with EPIPE instead of killing us. */
 	blocked = consumed;
 	sigaddset(&blocked, SIGTTOU);
+	sigaddset(&blocked, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &blocked, &s->entry_mask) < 0)
 		return -1;
 	s->fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);

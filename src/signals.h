@@ -1,5 +1,5 @@
 /*
- * Signals (DESIGN §4.3). From the first line of main, INT, TERM, HUP, QUIT and CHLD are
+ * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT and CHLD are
  * blocked in every thread and consumed in one place, through a signalfd: no handler ever
  * runs. A signal that was ignored when redlock-run started (HUP under nohup, INT in a
  * script's background job) is left ignored, for redlock-run and for the command alike.

@@ -27,6 +27,7 @@ struct state {
 	int64_t kill_at;     /* a SIGKILL is due then (TIME_NEVER: none) */
 	enum stop_reason stopping;
 	bool lost;
+	bool gone;    /* the key is no longer ours: the lease protects nothing now */
 	bool failing; /* renewals are failing right now */
 	char last_error[512];
 	bool exited;
@@ -90,6 +91,7 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 		break;
 	}
 	st->lost = true;
+	st->gone = true;
 	switch (ev->how) {
 	case LOCK_TAKEN:
 		msg_error("lost the lock on %s: it is held by %s now; %s", key,
@@ -136,8 +138,9 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 		else if (s->on_lost == ON_LOST_TERM)
 			begin_stop(s, st, STOP_LOST, SIGTERM, st->lease_end);
 	}
-	/* Whatever the reason for stopping, the command never outlives the lease. */
-	if (st->stopping != STOP_NONE && s->on_lost != ON_LOST_IGNORE)
+	/* Whatever the reason for stopping, the command never outlives a lease that may
+	 * still be ours; once the key is gone, the grace period is the user's to keep. */
+	if (st->stopping != STOP_NONE && !st->gone && s->on_lost != ON_LOST_IGNORE)
 		st->kill_at = time_min(st->kill_at, st->lease_end);
 	if (now >= st->kill_at) {
 		child_signal(s->child, SIGKILL);

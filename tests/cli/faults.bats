@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# When things go wrong on the Redis side (issue 3): frozen, killed and restarted servers,
+# keys deleted behind our back, a release that cannot be made. Every scenario runs against a
+# server of its own that it freezes, kills or restarts on purpose.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup() {
+	redis_start fault
+	export REDLOCK_URL="unix://$(redis_sock fault)"
+	dir=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	redis_stop fault
+}
+
+@test "a frozen server: the command is gone before the lease can lapse, then a waiter takes over" {
+	"$RR" -v -t 2s job -c "echo \$\$ > $dir/a.pid; echo A start \$(date +%s%6N) >> $dir/log;
+		exec sleep 60" 2> >(stamp "$dir/a.err") &
+	a=$!
+	wait_until 5 grep -q 'renewed job' "$dir/a.err"
+	"$RR" job -c "echo B start \$(date +%s%6N) >> $dir/log" &
+	b=$!
+	kill -STOP "$(redis_pid fault)"
+	wait_until 5 gone "$(cat "$dir/a.pid")"
+	died=$(now_us)
+	last_renewal=$(grep 'renewed job' "$dir/a.err" | tail -n 1 | cut -d' ' -f1)
+	status=0
+	wait "$a" || status=$?
+	kill -CONT "$(redis_pid fault)"
+	assert_equal "$status" 76
+	# gone before the lease (2s from the last renewal) could lapse on the server
+	((died - last_renewal < 2000000))
+	run grep -c 'lost the lock on job: no renewal for' "$dir/a.err"
+	assert_output 1
+	wait "$b"
+	b_start=$(awk '$1 == "B" { print $3 }' "$dir/log")
+	((b_start > died))
+}
+
+@test "the server restarts empty: loss detected, the command stopped, exit 76" {
+	"$RR" -t 1s job -- sleep 30 2>"$dir/err" &
+	p=$!
+	wait_until 5 rcli_on fault exists job
+	redis_stop fault
+	redis_start fault
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 76
+	run cat "$dir/err"
+	assert_output --partial "lost the lock on job: "
+	assert_output --partial "stopping the command"
+}
+
+@test "the key deleted behind our back: the next renewal sees it, command and grandchild stop" {
+	"$RR" -t 600ms job -c "sleep 300 & echo \$! > $dir/grandchild; wait" 2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/grandchild"
+	rcli_on fault del job >/dev/null
+	deleted=$(now_ms)
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 76
+	(($(now_ms) - deleted < 1500))
+	gone "$(cat "$dir/grandchild")"
+	run cat "$dir/err"
+	assert_output "redlock-run: lost the lock on job: it expired or was deleted; stopping the command"
+}
+
+@test "another holder took the key: the message names it" {
+	"$RR" -t 600ms job -- sleep 30 2>"$dir/err" &
+	p=$!
+	wait_until 5 rcli_on fault exists job
+	rcli_on fault set job "00000000-0000-4000-8000-000000000000:otherhost:4242" >/dev/null
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 76
+	run cat "$dir/err"
+	assert_output "redlock-run: lost the lock on job: it is held by otherhost:4242 now; stopping the command"
+}
+
+@test "--on-lost kill: SIGKILL at once, even for a command that ignores SIGTERM" {
+	"$RR" -t 600ms --on-lost kill --grace 5s job -c "trap '' TERM; echo ready > $dir/ready; sleep 30" \
+		2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	rcli_on fault del job >/dev/null
+	deleted=$(now_ms)
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 76
+	(($(now_ms) - deleted < 1500))
+	run cat "$dir/err"
+	assert_output --partial "killing the command"
+}
+
+@test "--on-lost term: a command that ignores SIGTERM gets SIGKILL after --grace" {
+	"$RR" -t 600ms --grace 700ms job -c "trap '' TERM; echo ready > $dir/ready; sleep 30" 2>/dev/null &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	rcli_on fault del job >/dev/null
+	deleted=$(now_ms)
+	status=0
+	wait "$p" || status=$?
+	elapsed=$(($(now_ms) - deleted))
+	assert_equal "$status" 76
+	((elapsed >= 700 && elapsed < 2500))
+}
+
+@test "--on-lost ignore: the command completes, a warning is printed, the status is 76" {
+	"$RR" -t 600ms --on-lost ignore job -c "echo ready > $dir/ready; sleep 1.5; echo completed > $dir/done; exit 0" \
+		2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	rcli_on fault del job >/dev/null
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 76
+	run cat "$dir/done"
+	assert_output completed
+	run cat "$dir/err"
+	assert_output --partial "lost the lock on job: it expired or was deleted; the command runs on without it (--on-lost ignore)"
+}
+
+@test "--max-hold 1s on sleep 30: exit 124 within grace + 1s" {
+	start=$(now_ms)
+	run --separate-stderr "$RR" --max-hold 1s --grace 2s job -- sleep 30
+	elapsed=$(($(now_ms) - start))
+	assert_equal "$status" 124
+	((elapsed >= 1000 && elapsed < 4000))
+	assert_equal "$stderr" "redlock-run: job held for --max-hold 1s; stopping the command"
+	run rcli_on fault exists job
+	assert_output 0
+}
+
+@test "Redis gone at release: the command's status, and a warning that the lock expires" {
+	pid=$(redis_pid fault)
+	run --separate-stderr "$RR" -t 5s job -c "kill -9 $pid; exit 7"
+	assert_equal "$status" 7
+	# the server may go while the release is in flight, or before it is sent
+	[[ $stderr =~ ^"redlock-run: cannot release job: ".*"$(redis_sock fault)".*"; it expires within 5s"$ ]]
+}
+
+@test "the release finds our value gone: exit 76, the lock was not held throughout" {
+	run --separate-stderr "$RR" job -c "redis-cli -s $(redis_sock fault) del job >/dev/null; exit 0"
+	assert_equal "$status" 76
+	assert_equal "$stderr" "redlock-run: lost the lock on job: it was gone when the command ended"
+}
+
+@test "connections killed under the watchdog: it reconnects and the command keeps the lock" {
+	"$RR" -v -t 600ms job -c "echo ready > $dir/ready; sleep 1.5" 2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	for _ in 1 2 3; do
+		rcli_on fault client kill type normal >/dev/null
+		sleep 0.25
+	done
+	wait "$p"
+	run grep -c 'renewed job' "$dir/err"
+	((output >= 3))
+}
+
+@test "SIGTERM with an acquire in flight: the lock it took is given back" {
+	"$RR" warm-up -- true # the server knows the scripts: the request takes the lock at once
+	kill -STOP "$(redis_pid fault)"
+	"$RR" job -- echo never &
+	p=$!
+	# connected (a frozen server still accepts), so the request is on its way
+	wait_until 5 sh -c "ls -l /proc/$p/fd | grep -q socket"
+	kill -TERM "$p"
+	sleep 0.3
+	kill -CONT "$(redis_pid fault)"
+	status=0
+	wait "$p" || status=$?
+	assert_equal "$status" 143
+	run rcli_on fault get '{job}:fence'
+	assert_output 1 # the request did take the lock...
+	run rcli_on fault exists job
+	assert_output 0 # ...and it was released
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# Signals and processes (issue 3): signals passed on to the command's group, a killed
+# redlock-run taking its command down with it, leftovers stopped before the release,
+# dispositions and masks kept as they were on entry, and the terminal handed over.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	redis_start main
+	make_entry
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	export REDLOCK_URL="unix://$(redis_sock main)"
+	rcli flushall >/dev/null
+	dir=$BATS_TEST_TMPDIR
+	ENTRY=$BATS_FILE_TMPDIR/entry
+}
+
+# $ENTRY COMMAND...: runs COMMAND with SIGHUP ignored and SIGUSR1 blocked, as a nohup'ed job
+# under a parent that blocks signals would start it. A program, not a function, so that
+# `"$ENTRY" ... &` leaves COMMAND's own pid in $!.
+make_entry() {
+	cat >"$BATS_FILE_TMPDIR/entry" <<'EOT'
+#!/usr/bin/env python3
+import os, signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+os.execvp(sys.argv[1], sys.argv[1:])
+EOT
+	chmod +x "$BATS_FILE_TMPDIR/entry"
+}
+
+@test "SIGTERM and SIGINT reach the command itself; the status is 128+N and the key is gone" {
+	for sig in TERM INT; do
+		rm -f "$dir/ready" "$dir/got"
+		# a script's background job starts with SIGINT ignored: give it back its default
+		env --default-signal=INT "$RR" job -c "trap 'echo $sig > $dir/got; trap - $sig; kill -$sig \$\$' $sig
+			echo ready > $dir/ready; sleep 60 & wait" &
+		p=$!
+		wait_until 5 test -s "$dir/ready"
+		kill -"$sig" "$p"
+		status=0
+		wait "$p" || status=$?
+		assert_equal "$status" $((128 + $(kill -l "$sig")))
+		run cat "$dir/got"
+		assert_output "$sig"
+		run rcli exists job
+		assert_output 0
+	done
+}
+
+@test "SIGHUP and SIGQUIT are passed on too" {
+	for sig in HUP QUIT; do
+		env --default-signal=QUIT "$RR" job -c "echo ready > $dir/ready.$sig; exec sleep 60" &
+		p=$!
+		wait_until 5 test -s "$dir/ready.$sig"
+		kill -"$sig" "$p"
+		status=0
+		wait "$p" || status=$?
+		assert_equal "$status" $((128 + $(kill -l "$sig")))
+	done
+}
+
+@test "SIGKILL to redlock-run: the command and its grandchild are gone within a second" {
+	"$RR" -t 2s job -c "echo \$\$ > $dir/child; sleep 300 & echo \$! > $dir/grandchild; wait" &
+	p=$!
+	wait_until 5 test -s "$dir/grandchild"
+	kill -KILL "$p"
+	killed=$(now_ms)
+	wait "$p" || true
+	wait_until 1 gone "$(cat "$dir/child")"
+	wait_until 1 gone "$(cat "$dir/grandchild")"
+	# the lock expires within the TTL and the next contender goes ahead
+	run "$RR" -w 5 job -- true
+	assert_success
+	(($(now_ms) - killed <= 2500))
+}
+
+@test "a command that leaves a background child: the child is stopped before the key is deleted" {
+	run "$RR" job -c "sh -c 'trap \"redis-cli -s $(redis_sock main) exists job > $dir/key-at-term; exit 0\" TERM
+			sleep 300 & wait' &
+		echo \$! > $dir/bg; echo started"
+	assert_success
+	assert_output started
+	gone "$(cat "$dir/bg")"
+	run cat "$dir/key-at-term"
+	assert_output 1
+	run rcli exists job
+	assert_output 0
+}
+
+@test "the command starts with the signal mask and dispositions redlock-run had on entry" {
+	# grep reads its own status: what it was started with, exactly
+	"$ENTRY" grep -E '^Sig(Blk|Ign)' /proc/self/status >"$dir/expected"
+	"$ENTRY" "$RR" job -- grep -E '^Sig(Blk|Ign)' /proc/self/status >"$dir/actual"
+	grep -q '^SigBlk:.*200$' "$dir/expected" # SIGUSR1 blocked
+	grep -q '^SigIgn:.*1$' "$dir/expected"   # SIGHUP ignored
+	run diff "$dir/expected" "$dir/actual"
+	assert_success
+}
+
+@test "SIGHUP ignored on entry (nohup): it stops neither redlock-run nor the command" {
+	"$ENTRY" "$RR" job -c "echo ready > $dir/ready; sleep 1; echo survived > $dir/survived" &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	kill -HUP "$p"
+	kill -HUP -- "-$(ps -o pgid= -p "$(pgrep -P "$p" -n)" | tr -d ' ')" 2>/dev/null || true
+	wait "$p"
+	run cat "$dir/survived"
+	assert_output survived
+}
+
+@test "SIGTERM while waiting for a held lock: exit 143 at once, the holder's lock untouched" {
+	"$RR" job -- sleep 30 &
+	holder=$!
+	wait_until 5 rcli exists job
+	token=$(rcli get job)
+	"$RR" -v job -- echo never 2>"$dir/waiter.err" &
+	waiter=$!
+	wait_until 5 grep -q 'waiting for job' "$dir/waiter.err"
+	kill -TERM "$waiter"
+	sent=$(now_ms)
+	status=0
+	wait "$waiter" || status=$?
+	assert_equal "$status" 143
+	(($(now_ms) - sent < 500))
+	run rcli get job
+	assert_output "$token"
+	kill "$holder"
+	wait "$holder" || true
+}
+
+@test "on a terminal: the command reads it, Ctrl-C interrupts it, and the status is 130" {
+	mkfifo "$dir/keys"
+	# a background job starts with SIGINT ignored, and so would the command: not here
+	env --default-signal=INT script -qfec "$RR job -- sh -c '
+		echo ready > $dir/ready; read line; echo \"got:\$line\" > $dir/got
+		echo asleep > $dir/asleep; sleep 30'" /dev/null <"$dir/keys" >"$dir/screen" &
+	p=$!
+	exec 4>"$dir/keys"
+	wait_until 5 test -s "$dir/ready"
+	printf 'hello\n' >&4
+	wait_until 5 test -s "$dir/asleep"
+	run cat "$dir/got"
+	assert_output "got:hello"
+	printf '\003' >&4
+	status=0
+	wait "$p" || status=$?
+	exec 4>&-
+	assert_equal "$status" 130
+	run rcli exists job
+	assert_output 0
+}
+
+@test "after the command, redlock-run has the terminal back" {
+	# the shell that ran it reads its next line from the terminal: it must be in the
+	# foreground again (a background read would stop it with SIGTTIN)
+	mkfifo "$dir/keys"
+	script -qfec "sh -c 'REDLOCK_URL=unix://$(redis_sock main) $REDLOCK_RUN job -- true;
+		echo ready > $dir/ready; read line; echo \"after:\$line\" > $dir/after'" /dev/null \
+		<"$dir/keys" >/dev/null &
+	p=$!
+	exec 4>"$dir/keys"
+	wait_until 5 test -s "$dir/ready"
+	printf 'next\n' >&4
+	wait_until 5 test -s "$dir/after"
+	exec 4>&-
+	wait "$p"
+	run cat "$dir/after"
+	assert_output "after:next"
+}
