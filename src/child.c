@@ -39,21 +39,22 @@ close_all_but(int keep)
 }
 
 /*
- * The guard: leads the command's process group and waits on its pipe. A byte means
- * "stand down"; end-of-file means redlock-run is gone, and the group dies with it. Only
- * async-signal-safe calls: this is a fork of a process that may have threads.
+ * The guard: a tiny process beside the command's group. Its pipe brings the group's id, then
+ * a byte that means "stand down"; end-of-file means redlock-run is gone, however it went,
+ * and the group dies with it. Only async-signal-safe calls: this is a fork of a process
+ * that may have threads.
  */
 static _Noreturn void
 run_guard(int fd)
 {
 	struct sigaction ignore = { .sa_handler = SIG_IGN };
 	sigset_t none;
+	pid_t pgid;
 	char byte;
 	ssize_t n;
 
-	setpgid(0, 0);
-	/* Signals meant for the command (forwarded ones, Ctrl-C, Ctrl-Z) also reach its
-	 * group; none of them may take the guard away. */
+	/* No signal may take the guard away early: not one meant for redlock-run's own
+	 * group, not one a user sends it by mistake. */
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &ignore, NULL);
@@ -61,23 +62,28 @@ run_guard(int fd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	close_all_but(fd);
 	do
+		n = read(fd, &pgid, sizeof(pgid));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(pgid))
+		_exit(0); /* no command was started */
+	do
 		n = read(fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
-		kill(0, SIGKILL);
+		kill(-pgid, SIGKILL);
 	_exit(0);
 }
 
 /* The command, between fork and exec: async-signal-safe calls only. */
 static _Noreturn void
-run_command(char *const argv[], char *const envp[], const struct signals *sig, pid_t pgid,
-	    int tty_fd, pid_t parent, int report_fd)
+run_command(char *const argv[], char *const envp[], const struct signals *sig, int tty_fd,
+	    pid_t parent, int report_fd)
 {
 	int err;
 
-	setpgid(0, pgid);
+	setpgid(0, 0);
 	if (tty_fd >= 0)
-		tcsetpgrp(tty_fd, pgid); /* SIGTTOU is still blocked here */
+		tcsetpgrp(tty_fd, getpid()); /* SIGTTOU is still blocked here */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(STATUS_SIGNAL_BASE + SIGKILL); /* redlock-run died before the line above */
@@ -108,12 +114,12 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	if (pipe2(report, O_CLOEXEC) < 0)
 		goto fail_report;
 
-	ch->pgid = fork();
-	if (ch->pgid < 0)
+	/* The guard comes first: without one, no command starts. */
+	ch->guard = fork();
+	if (ch->guard < 0)
 		goto fail_guard;
-	if (ch->pgid == 0)
+	if (ch->guard == 0)
 		run_guard(guard_pipe[0]);
-	setpgid(ch->pgid, ch->pgid); /* as the guard does itself: whichever runs first */
 	close(guard_pipe[0]);
 	ch->guard_fd = guard_pipe[1];
 
@@ -122,16 +128,21 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	if (ch->pid < 0) {
 		err = errno;
 		child_finish(ch, 0);
+		child_free(ch);
 		close(report[0]);
 		close(report[1]);
 		errno = err;
 		return -1;
 	}
 	if (ch->pid == 0)
-		run_command(argv, envp, sig, ch->pgid, ch->tty_fd, parent, report[1]);
-	setpgid(ch->pid, ch->pgid);
+		run_command(argv, envp, sig, ch->tty_fd, parent, report[1]);
+	ch->pgid = ch->pid;
+	setpgid(ch->pid, ch->pgid); /* as the command does itself: whichever runs first */
 	if (ch->tty_fd >= 0)
 		tcsetpgrp(ch->tty_fd, ch->pgid);
+	if (write(ch->guard_fd, &ch->pgid, sizeof(ch->pgid)) < 0) {
+		/* The guard is gone: nothing to tell it. */
+	}
 
 	/* The report pipe closes on a successful exec; an errno arrives when it failed. */
 	close(report[1]);
@@ -196,25 +207,32 @@ child_finish(struct child *ch, int64_t grace)
 		close(ch->tty_fd);
 		ch->tty_fd = -1;
 	}
-	if (ch->guard_fd < 0)
-		return;
-	/* The guard leaves first, so that it is not counted as a leftover. */
-	if (write(ch->guard_fd, "", 1) < 0) {
-		/* Then it is gone already. */
+	if (ch->pgid > 0 && !group_gone_by(ch->pgid, 0)) {
+		msg_info("stopping what the command left running in its process group");
+		kill(-ch->pgid, SIGTERM);
+		kill(-ch->pgid, SIGCONT);
+		if (!group_gone_by(ch->pgid, clock_now() + grace)) {
+			kill(-ch->pgid, SIGKILL);
+			group_gone_by(ch->pgid, clock_now() + NS_PER_S);
+		}
 	}
-	close(ch->guard_fd);
-	ch->guard_fd = -1;
-	while (waitpid(ch->pgid, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (group_gone_by(ch->pgid, 0))
-		return;
-	msg_info("stopping what the command left running in its process group");
-	kill(-ch->pgid, SIGTERM);
-	kill(-ch->pgid, SIGCONT);
-	if (group_gone_by(ch->pgid, clock_now() + grace))
-		return;
-	kill(-ch->pgid, SIGKILL);
-	group_gone_by(ch->pgid, clock_now() + NS_PER_S);
+	/* The group is empty: the guard may go (it is reaped by child_free). */
+	if (ch->guard_fd >= 0) {
+		if (write(ch->guard_fd, "", 1) < 0) {
+			/* Then it is gone already. */
+		}
+		close(ch->guard_fd);
+		ch->guard_fd = -1;
+	}
+}
+
+void
+child_free(struct child *ch)
+{
+	if (ch->guard > 0)
+		while (waitpid(ch->guard, NULL, 0) < 0 && errno == EINTR)
+			;
+	ch->guard = 0;
 }
 
 int

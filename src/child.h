@@ -15,7 +15,8 @@
 
 struct child {
 	pid_t pid;    /* the command */
-	pid_t pgid;   /* its process group; the guard's pid */
+	pid_t pgid;   /* its process group, which it leads */
+	pid_t guard;  /* the guard */
 	int guard_fd; /* our end of the guard's pipe */
 	int tty_fd;   /* the terminal handed to the group while it runs, or -1 */
 	int wait_status;
@@ -33,10 +34,13 @@ int child_spawn(struct child *ch, char *const argv[], char *const envp[],
 /* Sends sig to the command's whole process group. */
 void child_signal(const struct child *ch, int sig);
 
-/* After the command was reaped: the terminal goes back to redlock-run, the guard stands
- * down, and whatever the command left in its group gets SIGTERM and, grace later, SIGKILL.
+/* After the command was reaped: the terminal goes back to redlock-run, whatever the command
+ * left in its group gets SIGTERM and, grace later, SIGKILL, and the guard stands down.
  * Returns once the group is empty. */
 void child_finish(struct child *ch, int64_t grace);
+
+/* Reaps the guard, once it was told to stand down. */
+void child_free(struct child *ch);
 
 /* Maps a wait status the way a shell does: the exit code, or 128+N for signal N (then
  * *signo is N, else 0). */

@@ -113,7 +113,7 @@ abandon(struct lock *l, struct conn *c, struct watchdog *wd, const char *what)
 {
 	int err = errno;
 
-	watchdog_stop(wd);
+	watchdog_free(wd);
 	lock_release(l, c, clock_now() + l->io_timeout, -1);
 	errno = err;
 	fatal_errno(STATUS_OSERR, what);
@@ -172,8 +172,12 @@ main(int argc, char *argv[])
 	msg_info("the command ended with status %d after %s", out.status,
 		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)));
 	child_finish(&child, o.grace);
+	/* A renewal racing the release is harmless (both compare the token): the watchdog is
+	 * told to stop, and waited for only once the lock is given back. */
 	watchdog_stop(wd);
 	release(&lock, conn, &out);
+	watchdog_free(wd);
+	child_free(&child);
 
 	conn_free(conn);
 	lock_free(&lock);

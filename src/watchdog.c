@@ -134,9 +134,18 @@ watchdog_take(struct watchdog *w, struct watchdog_event *ev)
 void
 watchdog_stop(struct watchdog *w)
 {
+	if (w && w->stop[1] >= 0) {
+		close(w->stop[1]);
+		w->stop[1] = -1;
+	}
+}
+
+void
+watchdog_free(struct watchdog *w)
+{
 	if (!w)
 		return;
-	close(w->stop[1]);
+	watchdog_stop(w);
 	pthread_join(w->thread, NULL);
 	close(w->stop[0]);
 	close(w->events[0]);

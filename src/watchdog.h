@@ -37,7 +37,9 @@ int watchdog_fd(const struct watchdog *w);
 /* Takes one event: 1, or 0 when there is none. */
 int watchdog_take(struct watchdog *w, struct watchdog_event *ev);
 
-/* Stops the thread (interrupting a renewal in flight), waits for it and frees w. */
+/* Asks the thread to stop, interrupting a renewal in flight, and returns at once. */
 void watchdog_stop(struct watchdog *w);
+/* Stops the thread if it was not, waits for it, and frees w. */
+void watchdog_free(struct watchdog *w);
 
 #endif

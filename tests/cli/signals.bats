@@ -84,8 +84,9 @@ EOT
 
 @test "a command that leaves a background child: the child is stopped before the key is deleted" {
 	run "$RR" job -c "sh -c 'trap \"redis-cli -s $(redis_sock main) exists job > $dir/key-at-term; exit 0\" TERM
-			sleep 300 & wait' &
-		echo \$! > $dir/bg; echo started"
+			touch $dir/trapped; sleep 300 & wait' &
+		echo \$! > $dir/bg
+		while [ ! -e $dir/trapped ]; do sleep 0.01; done; echo started"
 	assert_success
 	assert_output started
 	gone "$(cat "$dir/bg")"

@@ -68,6 +68,7 @@ main(void)
 	waitpid(ch.pid, &ch.wait_status, 0);
 	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_NOT_FOUND);
 	child_finish(&ch, 0);
+	child_free(&ch);
 	char plain[] = "/tmp/redlock-test-plain.XXXXXX";
 	close(mkstemp(plain)); /* mode 0600: not executable */
 	CHECK_INT(child_spawn(&ch, (char *[]){ plain, NULL }, env, &s), 0);
@@ -75,6 +76,7 @@ main(void)
 	waitpid(ch.pid, &ch.wait_status, 0);
 	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_CANNOT_EXEC);
 	child_finish(&ch, 0);
+	child_free(&ch);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "sh", "-c", "exit 3", NULL },
 			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, &s),
 		  0);
@@ -83,7 +85,9 @@ main(void)
 	waitpid(ch.pid, &ch.wait_status, 0);
 	CHECK_INT(child_exit_status(ch.wait_status, &sig), 3);
 	child_finish(&ch, 0);
-	CHECK_INT(kill(-ch.pgid, 0), -1); /* the guard stood down; the group is empty */
+	child_free(&ch);
+	CHECK_INT(kill(-ch.pgid, 0), -1);                /* the group is empty */
+	CHECK_INT(waitpid(ch.guard, NULL, WNOHANG), -1); /* and the guard reaped */
 
 	return check_done("child");
 }
