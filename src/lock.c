@@ -24,22 +24,44 @@ struct script {
 };
 
 /*
- * KEYS[1] the lock, KEYS[2] its fence counter; ARGV[1] our value, ARGV[2] the TTL in ms.
- * Returns {1, fence} when the lock is ours: taken now (the counter grows), or taken by an
- * earlier request with the same value whose reply was lost (its lease is refreshed and its
- * fence returned). Otherwise {0, the holder's PTTL, the holder's value}.
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters;
+ * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] the handoff allowance in ms if we will
+ * wait when it is held, else 0. (Ten arguments in all: Redis answers a longer command from
+ * a client that has not authenticated with a protocol error instead of NOAUTH.)
+ *
+ * Returns {1, fence} when the lock is ours: taken now (the counter grows, and wake-ups
+ * meant for an earlier release are cleared), or taken by an earlier request with the same
+ * value whose reply was lost (its lease is refreshed and its fence returned).
+ * Otherwise {0, the holder's PTTL, the holder's value}; a waiter is then registered, by
+ * value, until shortly after the holder's lease would end, so that the release wakes it.
  */
 static struct script script_acquire = {
 	.text = "local holder = redis.call('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
 		"  local fence = redis.call('GET', KEYS[2])\n"
 		"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
 		"end\n"
 		"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"  redis.call('DEL', KEYS[3])\n"
 		"  return {1, redis.call('INCR', KEYS[2])}\n"
 		"end\n"
-		"return {0, redis.call('PTTL', KEYS[1]), holder}\n",
+		"local pttl = redis.call('PTTL', KEYS[1])\n"
+		"local handoff = tonumber(ARGV[3])\n"
+		"if handoff > 0 then\n"
+		"  local t = redis.call('TIME')\n"
+		"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"  local life = math.max(pttl, 0) + handoff\n"
+		"  redis.call('ZADD', KEYS[4], now + life, ARGV[1])\n"
+		"  if redis.call('PTTL', KEYS[4]) < life then\n"
+		"    redis.call('PEXPIRE', KEYS[4], life)\n"
+		"  end\n"
+		"else\n"
+		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"end\n"
+		"return {0, pttl, holder}\n",
 };
 
 /*
@@ -58,16 +80,35 @@ static struct script script_renew = {
 		"return -1\n",
 };
 
-/* KEYS[1] the lock; ARGV[1] our value. Returns 1 when deleted, 0 when not ours. */
+/*
+ * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters; ARGV[1] our value,
+ * ARGV[2] the handoff allowance in ms. Returns 1 when deleted, 0 when not ours.
+ *
+ * Deleting wakes the longest-blocked waiter, if any is registered and still within its
+ * time: one element on the wake list, which BLPOP hands to exactly one client.
+ */
 static struct script script_release = {
-	.text = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-		"  redis.call('DEL', KEYS[1])\n"
-		"  return 1\n"
+	.text = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+		"redis.call('DEL', KEYS[1])\n"
+		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
+		"if redis.call('EXISTS', KEYS[3]) == 1 then\n"
+		"  redis.call('RPUSH', KEYS[2], 1)\n"
+		"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
 		"end\n"
-		"return 0\n",
+		"return 1\n",
 };
 
-static struct script *const scripts[] = { &script_acquire, &script_renew, &script_release };
+/* KEYS[1] the lock, KEYS[2] its fence counter. Returns {value, PTTL, fence}, with false for
+ * a value or fence that is not there. Reads only. */
+static struct script script_query = {
+	.text = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
+		"        redis.call('GET', KEYS[2])}\n",
+};
+
+static struct script *const scripts[] = { &script_acquire, &script_renew, &script_release,
+					  &script_query };
 
 static void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -137,7 +178,9 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	l->io_timeout = LOCK_IO_TIMEOUT;
 	if (make_token(l->value, sizeof(l->value)) < 0)
 		return -1;
-	if (!(l->fence_key = lock_aux_key(key, ":fence")))
+	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
+	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
+	    !(l->waiting_key = lock_aux_key(key, ":waiting")))
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(scripts); i++)
 		if (!scripts[i]->sha[0])
@@ -149,7 +192,9 @@ void
 lock_free(struct lock *l)
 {
 	free(l->fence_key);
-	l->fence_key = NULL;
+	free(l->wake_key);
+	free(l->waiting_key);
+	l->fence_key = l->wake_key = l->waiting_key = NULL;
 }
 
 int64_t
@@ -200,17 +245,32 @@ ttl_ms(const struct lock *l, char *buf, size_t size)
 	snprintf(buf, size, "%lld", (long long)(l->ttl / NS_PER_MS));
 }
 
+int
+lock_parse_holder(const char *value, char *host, size_t size, long *pid)
+{
+	const char *first = strchr(value, ':'), *last = strrchr(value, ':');
+	char *end;
+
+	/* "<36-character uuid>:<host>:<pid>" */
+	if (first != value + 36 || last <= first || !last[1])
+		return -1;
+	errno = 0;
+	*pid = strtol(last + 1, &end, 10);
+	if (*end || errno || *pid <= 0)
+		return -1;
+	snprintf(host, size, "%.*s", (int)(last - first - 1), first + 1);
+	return 0;
+}
+
 const char *
 lock_describe_holder(const char *value, char *buf, size_t size)
 {
-	const char *host = strchr(value, ':');
-	const char *pid = strrchr(value, ':');
+	char host[LOCK_HOLDER_MAX];
+	long pid;
 	size_t o = 0;
 
-	/* "<36-character uuid>:<host>:<pid>" */
-	if (host == value + 36 && pid > host && pid[1] &&
-	    strspn(pid + 1, "0123456789") == strlen(pid + 1)) {
-		snprintf(buf, size, "%s", host + 1);
+	if (lock_parse_holder(value, host, sizeof(host), &pid) == 0) {
+		snprintf(buf, size, "%s:%ld", host, pid);
 		return buf;
 	}
 	for (const char *p = value; *p && o + 5 < size; p++)
@@ -257,37 +317,42 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 	return REPLY_HELD;
 }
 
-/* A little random jitter, so that waiters do not retry in step. */
-static int64_t
-jitter(int64_t max)
-{
-	static uint64_t state;
-
-	if (!state) {
-		state = (uint64_t)clock_now() ^ ((uint64_t)getpid() << 32);
-		state |= 1;
-	}
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return max > 0 ? (int64_t)(state % (uint64_t)max) : 0;
-}
-
 /*
- * The wait between two attempts while another holds the lock: randomized exponential
- * backoff, never past the holder's remaining lease (it may expire or be released sooner)
- * nor past the end of our own wait.
+ * Blocks until a release wakes us (BLPOP on the wake list), the holder's lease would have
+ * run out, or `until`, whichever comes first. A lost wake-up or a crashed holder costs at
+ * most the lease. A lock that never expires was not taken by redlock-run and wakes nobody:
+ * it is looked at again twice a second.
  */
-static int
-wait_for_release(struct lock *l, int attempt, int64_t wait_deadline, int intr_fd)
+static enum conn_result
+wait_for_release(struct lock *l, struct conn *c, int64_t until, int intr_fd)
 {
-	int64_t base = (10 * NS_PER_MS) << (attempt < 6 ? attempt : 6);
-	int64_t pause = base / 2 + jitter(base / 2);
-	int64_t until = clock_now() + pause;
+	int64_t now = clock_now(), block;
+	char seconds[32];
+	struct reply *r;
+	enum conn_result res;
 
-	if (l->holder_ttl >= 0)
-		until = time_min(until, clock_now() + l->holder_ttl);
-	return clock_sleep_until(time_min(until, wait_deadline), intr_fd);
+	block = until - now;
+	block = time_min(block, l->holder_ttl >= 0 ? l->holder_ttl : LOCK_HANDOFF / 2);
+	if (block < NS_PER_MS)
+		return CONN_OK; /* about to end anyway: just try again */
+	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
+	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
+	res = conn_call(c, &r, now + block + l->io_timeout, intr_fd, 3,
+			(const char *[]){ "BLPOP", l->wake_key, seconds },
+			(size_t[]){ 5, strlen(l->wake_key), strlen(seconds) });
+	if (res == CONN_INTERRUPTED) {
+		conn_close(c); /* the only way to take back a blocked request */
+		return res;
+	}
+	if (res != CONN_OK)
+		return res;
+	if (reply_type(r) == REPLY_ERROR) {
+		set_error(l, "%s refused to wait on %s: %s", conn_address(c), l->wake_key,
+			  reply_string(r, NULL));
+		res = CONN_REFUSED;
+	}
+	reply_free(r);
+	return res;
 }
 
 /*
@@ -333,11 +398,12 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
 	 * made as the wait runs out; no more. */
 	int64_t io_deadline_cap = wait > 0 ? wait_deadline + LOCK_LAST_ANSWER : TIME_NEVER;
 	int64_t unsure_since = -1; /* when a request whose outcome we do not know was sent */
-	char ttl[24], holder[LOCK_HOLDER_MAX], left[32], shown[LOCK_HOLDER_MAX] = "";
-	const char *args[4] = { l->key, l->fence_key, l->value, ttl };
-	int attempt = 0;
+	char ttl[24], handoff[24], holder[LOCK_HOLDER_MAX], left[32], shown[LOCK_HOLDER_MAX] = "";
+	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
+				l->value, ttl,          NULL };
 
 	ttl_ms(l, ttl, sizeof(ttl));
+	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	for (;;) {
 		int64_t sent = clock_now();
 		struct reply *r;
@@ -357,7 +423,9 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
 			}
 			sent = clock_now();
 		}
-		res = eval(c, &script_acquire, 2, 4, args,
+		/* The last attempt, as the wait runs out, does not stay registered. */
+		args[6] = wait != 0 && sent < wait_deadline ? handoff : "0";
+		res = eval(c, &script_acquire, 4, 7, args,
 			   time_min(sent + l->io_timeout, io_deadline_cap), intr_fd, &r);
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, c);
@@ -398,10 +466,22 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
 					     ? duration_format(l->holder_ttl, left, sizeof(left))
 					     : "no expiry");
 		snprintf(shown, sizeof(shown), "%s", l->holder);
-		if (wait_for_release(l, attempt++, wait_deadline, intr_fd) < 0) {
+		/* A live line is redrawn every second. */
+		res = wait_for_release(l, c,
+				       msg_progress_live()
+					       ? time_min(wait_deadline, clock_now() + NS_PER_S)
+					       : wait_deadline,
+				       intr_fd);
+		if (res == CONN_INTERRUPTED) {
 			msg_progress_end();
 			return LOCK_INTERRUPTED;
 		}
+		if (res == CONN_REFUSED) {
+			msg_progress_end();
+			return LOCK_UNAVAILABLE;
+		}
+		/* Woken, timed out, or the connection broke (the next attempt reconnects):
+		 * in every case, try again. */
 	}
 }
 
@@ -454,17 +534,19 @@ lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 enum lock_release_result
 lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 {
-	const char *args[2] = { l->key, l->value };
+	char handoff[24];
+	const char *args[5] = { l->key, l->wake_key, l->waiting_key, l->value, handoff };
 	struct reply *r = NULL;
 	enum conn_result res = CONN_FAILED;
 	enum lock_release_result out;
 
+	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	/* The connection may have sat idle for as long as the command ran: when it turns
 	 * out to be dead, one fresh one is worth trying (the release is idempotent). */
 	for (int tries = 0; tries < 2 && res == CONN_FAILED; tries++) {
 		if (!conn_is_open(c) && (res = conn_open(c, deadline)) != CONN_OK)
 			break;
-		res = eval(c, &script_release, 1, 2, args, deadline, intr_fd, &r);
+		res = eval(c, &script_release, 3, 5, args, deadline, intr_fd, &r);
 	}
 	if (res != CONN_OK) {
 		set_error(l, "%s", res == CONN_INTERRUPTED ? "interrupted" : conn_error(c));
@@ -480,4 +562,39 @@ lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 	}
 	reply_free(r);
 	return out;
+}
+
+int
+lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st)
+{
+	const char *args[2] = { l->key, l->fence_key };
+	const struct reply *value, *pttl, *fence;
+	struct reply *r;
+	size_t len;
+
+	memset(st, 0, sizeof(*st));
+	if ((!conn_is_open(c) && conn_open(c, deadline) != CONN_OK) ||
+	    eval(c, &script_query, 2, 2, args, deadline, -1, &r) != CONN_OK) {
+		set_error(l, "%s", conn_error(c));
+		return -1;
+	}
+	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
+	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
+		set_error(l, "%s refused to say who holds %s: %s", conn_address(c), l->key,
+			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
+						       : "unexpected reply");
+		reply_free(r);
+		return -1;
+	}
+	value = reply_element(r, 0);
+	fence = reply_element(r, 2);
+	st->held = reply_type(value) == REPLY_STRING;
+	if (st->held) {
+		const char *v = reply_string(value, &len);
+		snprintf(st->value, sizeof(st->value), "%.*s", (int)len, v);
+	}
+	st->ttl = reply_integer(pttl) >= 0 ? reply_integer(pttl) * NS_PER_MS : -1;
+	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
+	reply_free(r);
+	return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef REDLOCK_LOCK_H
 #define REDLOCK_LOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@
 struct lock {
 	const char *key;
 	char *fence_key;              /* the fencing counter, in KEY's hash slot */
+	char *wake_key;               /* the list a release pushes a wake-up to */
+	char *waiting_key;            /* the waiters registered for a wake-up */
 	char value[LOCK_VALUE_MAX];   /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
 	int64_t ttl;                  /* the lease, ns */
 	int64_t io_timeout;           /* how long one request may take */
@@ -29,6 +32,9 @@ struct lock {
 
 #define LOCK_IO_TIMEOUT (5 * NS_PER_S)
 #define LOCK_LAST_ANSWER (250 * NS_PER_MS)
+/* How long a wake-up waits for a waiter that is between its attempt and its BLPOP, and how
+ * much longer than the holder's lease a waiter stays registered. */
+#define LOCK_HANDOFF (1000 * NS_PER_MS)
 
 /*
  * Makes a fresh token for key (128 bits from getrandom) and names the helper keys.
@@ -80,6 +86,19 @@ enum lock_release_result {
 /* Deletes KEY if it still holds our value, reconnecting once if c has gone stale. */
 enum lock_release_result lock_release(struct lock *l, struct conn *c, int64_t deadline,
 				      int intr_fd);
+
+struct lock_state {
+	bool held;
+	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held */
+	int64_t ttl;                 /* what is left of the holder's lease, ns; -1: no expiry */
+	long long fence;             /* the last fence handed out; -1: never taken */
+};
+
+/* Asks who holds the lock, without touching it. 0, or -1 with l->error set. */
+int lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st);
+
+/* Splits a value written by redlock-run into host and pid; -1 for any other value. */
+int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
 
 /* "host:pid" for a value written by redlock-run, else the value itself, made printable. */
 const char *lock_describe_holder(const char *value, char *buf, size_t size);

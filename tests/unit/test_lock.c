@@ -21,6 +21,26 @@ check_aux_key(const char *key, const char *expected)
 	free(name);
 }
 
+/* Releases l on c at `at`, noting first how many waiters are registered. */
+struct release_later {
+	struct lock *l;
+	struct conn *c, *admin;
+	int64_t at;
+	char waiters[16];
+};
+
+static void *
+release_later(void *arg)
+{
+	struct release_later *r = arg;
+
+	clock_sleep_until(r->at, -1);
+	snprintf(r->waiters, sizeof(r->waiters), "%s",
+		 redis_fixture_call(r->admin, "ZCARD", "{job}:waiting", NULL));
+	lock_release(r->l, r->c, clock_now() + NS_PER_S, -1);
+	return NULL;
+}
+
 struct thaw_later {
 	int64_t at;
 };
@@ -40,6 +60,7 @@ main(void)
 	struct conn *ca, *cb, *admin;
 	char pttl[32];
 	int intr[2];
+	int64_t t0;
 
 	/* Helper keys share KEY's Redis Cluster hash slot. */
 	check_aux_key("nightly", "{nightly}:fence");
@@ -60,6 +81,14 @@ main(void)
 	CHECK(strcmp(a.value, b.value) != 0);
 	CHECK_INT(strlen(a.value) > 38 && a.value[36] == ':' && a.value[14] == '4', 1);
 	CHECK_STR(a.fence_key, "{job}:fence");
+	CHECK_STR(a.wake_key, "{job}:wake");
+	CHECK_STR(a.waiting_key, "{job}:waiting");
+
+	/* Who holds it, asked without touching it. */
+	struct lock_state st;
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, &st), 0);
+	CHECK(!st.held);
+	CHECK_INT(st.fence, -1);
 
 	/* Taking a free lock: the value is stored with the TTL, the fence starts at 1. */
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
@@ -68,6 +97,20 @@ main(void)
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
 	CHECK(atoi(pttl) > 9000 && atoi(pttl) <= 10000);
+
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, &st), 0);
+	CHECK(st.held);
+	CHECK_STR(st.value, a.value);
+	CHECK(st.ttl > 9 * NS_PER_S && st.ttl <= 10 * NS_PER_S);
+	CHECK_INT(st.fence, 1);
+	char host_only[300];
+	long pid = 0;
+	CHECK_INT(lock_parse_holder(a.value, host_only, sizeof(host_only), &pid), 0);
+	CHECK_INT(pid, getpid());
+	CHECK_INT(lock_parse_holder("by hand", host_only, sizeof(host_only), &pid), -1);
+	CHECK_INT(lock_parse_holder("00000000-0000-4000-8000-000000000000:h:x", host_only,
+				    sizeof(host_only), &pid),
+		  -1);
 
 	/* Another token finds it held, and learns by whom and for how long. */
 	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_BUSY);
@@ -119,8 +162,23 @@ main(void)
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
 	CHECK_INT(a.fence, 3);
 
-	/* Waiting: a bounded wait ends BUSY when it runs out... */
-	int64_t t0 = clock_now();
+	/* Waiting: a waiter registers while it waits, and the release wakes it at once, long
+	 * before the holder's lease (a minute) would have run out. */
+	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "60000", NULL), "1");
+	struct release_later later = { &a, ca, admin, clock_now() + 300 * NS_PER_MS, "" };
+	pthread_t releaser;
+	pthread_create(&releaser, NULL, release_later, &later);
+	t0 = clock_now();
+	CHECK_INT(lock_acquire(&b, cb, LOCK_WAIT_FOREVER, -1), LOCK_ACQUIRED);
+	CHECK(clock_now() - t0 < 800 * NS_PER_MS);
+	pthread_join(releaser, NULL);
+	CHECK_STR(later.waiters, "1");
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "{job}:waiting", "{job}:wake", NULL), "0");
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
+
+	/* A bounded wait ends BUSY when it runs out... */
+	t0 = clock_now();
 	CHECK_INT(lock_acquire(&b, cb, 300 * NS_PER_MS, -1), LOCK_BUSY);
 	CHECK(clock_now() - t0 >= 300 * NS_PER_MS && clock_now() - t0 < 1500 * NS_PER_MS);
 	/* ...an interruption ends it at once... */
@@ -135,7 +193,7 @@ main(void)
 	t0 = clock_now();
 	CHECK_INT(lock_acquire(&b, cb, 5 * NS_PER_S, -1), LOCK_ACQUIRED);
 	CHECK(clock_now() - t0 < 2 * NS_PER_S);
-	CHECK_INT(b.fence, 4);
+	CHECK_INT(b.fence, 6);
 	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 
 	/* A reply that never comes: the server is frozen while our requests pile up, each
