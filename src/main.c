@@ -18,6 +18,7 @@
 #include "lock.h"
 #include "msg.h"
 #include "opts.h"
+#include "query.h"
 #include "signals.h"
 #include "supervise.h"
 #include "watchdog.h"
@@ -146,6 +147,11 @@ main(int argc, char *argv[])
 		break;
 	}
 	msg_set_level(o.verbosity);
+	if (o.status) {
+		int status = query_status(&o);
+		opts_free(&o);
+		return status;
+	}
 	if (signals_init(&sig) < 0)
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");
 	if (lock_init(&lock, o.key, o.ttl) < 0)

@@ -14,6 +14,8 @@ enum {
 	OPT_ON_LOST = CHAR_MAX + 1,
 	OPT_GRACE,
 	OPT_MAX_HOLD,
+	OPT_STATUS,
+	OPT_JSON,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:vqhV";
@@ -31,6 +33,8 @@ static const struct option long_options[] = {
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "status", no_argument, NULL, OPT_STATUS },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -45,6 +49,7 @@ opts_print_help(FILE *out)
 		"Usage:",
 		"  redlock-run [options] KEY [--] COMMAND [ARG...]",
 		"  redlock-run [options] KEY -c 'SHELL COMMAND'",
+		"  redlock-run --status [--json] [options] KEY",
 		"",
 		"Take the Redis lock KEY, run COMMAND while holding it (renewing the lease as",
 		"long as COMMAND runs), release it when COMMAND exits, and exit with COMMAND's",
@@ -68,6 +73,9 @@ opts_print_help(FILE *out)
 		"      --grace DURATION       from SIGTERM to SIGKILL when COMMAND must stop",
 		"                             (default: the smaller of 5s and TTL/3)",
 		"      --max-hold DURATION    stop COMMAND once it has held the lock this long",
+		"      --status               say who holds KEY, for how long, with which fence;",
+		"                             exit 0 if it is free, the conflict status if held",
+		"      --json                 with --status: one JSON object",
 		"  -v, --verbose              say what happens and how long it took",
 		"  -q, --quiet                print fatal errors only",
 		"  -h, --help                 show this help and exit",
@@ -280,6 +288,12 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 						   "invalid --max-hold '%s': must be more than 0",
 						   optarg);
 			break;
+		case OPT_STATUS:
+			o->status = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -313,8 +327,12 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	o->key = argv[optind];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
-	if (parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err, size) !=
-	    OPTS_RUN)
+	if (o->json && !o->status)
+		return usage_error(err, size, "--json goes with --status");
+	if (o->status && (shell_string || optind + 1 < argc))
+		return usage_error(err, size, "--status takes a KEY and no COMMAND");
+	if (!o->status && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
+					size) != OPTS_RUN)
 		return OPTS_USAGE_ERROR;
 
 	if (!url) {

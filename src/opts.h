@@ -37,6 +37,8 @@ struct opts {
 	int64_t grace;    /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
 	int64_t max_hold; /* 0: no limit */
 	enum msg_level verbosity;
+	bool status;         /* --status: say who holds KEY, run nothing */
+	bool json;           /* --json, with --status */
 	char *shell_argv[4]; /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
 };
 

@@ -173,6 +173,22 @@ main(void)
 	REFUSED("invalid grace period 'x'", "--grace", "x", "k", "true");
 	REFUSED("invalid --max-hold '0': must be more than 0", "--max-hold", "0", "k", "true");
 
+	/* --status asks and runs nothing. */
+	CHECK_INT(PARSE("--status", "job"), OPTS_RUN);
+	CHECK(o.status && !o.json);
+	CHECK_STR(o.key, "job");
+	CHECK(o.command == NULL);
+	DONE();
+	CHECK_INT(PARSE("--status", "--json", "-E", "3", "job"), OPTS_RUN);
+	CHECK(o.status && o.json);
+	CHECK_INT(o.conflict_status, 3);
+	DONE();
+	REFUSED("--json goes with --status", "--json", "job", "true");
+	REFUSED("--status takes a KEY and no COMMAND", "--status", "job", "true");
+	REFUSED("--status takes a KEY and no COMMAND", "--status", "job", "--", "true");
+	REFUSED("--status takes a KEY and no COMMAND", "--status", "-c", "x", "job");
+	REFUSED("missing KEY", "--status");
+
 	/* Verbosity: the last of -v and -q wins. */
 	CHECK_INT(PARSE("-v", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.verbosity, MSG_VERBOSE);

@@ -1,0 +1,161 @@
+#!/usr/bin/env bats
+# Waiting (issue 4): waiters are woken by the release, one at a time, never by polling and
+# never later than the holder's lease; -v tells the story; --status says who holds a lock.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	redis_start main
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	export REDLOCK_URL="unix://$(redis_sock main)"
+	rcli flushall >/dev/null
+	dir=$BATS_TEST_TMPDIR
+}
+
+@test "a waiter starts within 100ms of the release, even with -t 60s" {
+	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 0.7; date +%s%6N > $dir/released" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" -t 60s job -c "date +%s%6N"
+	assert_success
+	started=$output
+	wait "$holder"
+	released=$(cat "$dir/released")
+	((started - released < 100000))
+}
+
+@test "a holder SIGKILLed while another waits: the waiter has the lock within TTL + 1s" {
+	"$RR" -t 2s job -c "echo ready > $dir/ready; exec sleep 60" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" -t 2s job -c "date +%s%6N > $dir/started" &
+	waiter=$!
+	sleep 0.2
+	kill -KILL "$holder"
+	killed=$(now_us)
+	wait "$waiter"
+	(($(cat "$dir/started") - killed < 3000000))
+}
+
+@test "8 waiters on one lock: each release wakes the next, all 8 finish, nothing is left" {
+	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 0.3" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	pids=()
+	for i in 1 2 3 4 5 6 7 8; do
+		"$RR" -t 60s job -c "echo \"\$REDLOCK_FENCE start \$(date +%s%6N)\" >> $dir/log; sleep 0.1
+			echo \"\$REDLOCK_FENCE end \$(date +%s%6N)\" >> $dir/log" &
+		pids+=($!)
+	done
+	start=$(now_ms)
+	wait "$holder"
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
+	# 0.3s for the holder and 8 x 0.1s: a waiter woken by a lease running out would take 60s
+	(($(now_ms) - start < 4000))
+	run grep -c start "$dir/log"
+	assert_output 8
+	# one at a time, in fence order
+	sort -n -k3 "$dir/log" | awk '
+		$2 == "start" { if (inside) bad = 1; inside = 1; if ($1 <= last) bad = 1; last = $1 }
+		$2 == "end" { inside = 0 }
+		END { exit bad }'
+	run keys_but_fences
+	assert_output ""
+}
+
+@test "a waiter whose wait runs out leaves no registration behind" {
+	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 2" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" -w 0.3 job -- true
+	assert_equal "$status" 75
+	run rcli zcard '{job}:waiting'
+	assert_output 0
+	kill "$holder"
+	wait "$holder" || true
+}
+
+@test "-v names the holder and says how long it has left, then tells the rest" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 0.5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run --separate-stderr "$RR" -v job -- true
+	assert_success
+	[[ ${stderr_lines[0]} =~ ^"redlock-run: waiting for job (held by $(hostname):$holder, "[0-9.]+s" left)"$ ]]
+	[[ $stderr == *"redlock-run: acquired job after "*", fence 2"* ]]
+	[[ $stderr == *"redlock-run: released job"* ]]
+	wait "$holder"
+}
+
+@test "-v on a terminal: one status line, redrawn in place while waiting" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 2.5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	script -qfec "$RR -v job -- true" /dev/null >"$dir/screen"
+	wait "$holder"
+	# redrawn at least twice (every second), with no line feed in between
+	run grep -c 'waiting for job' "$dir/screen"
+	assert_output 1
+	(($(grep -o $'\r\e\\[K' "$dir/screen" | wc -l) >= 3))
+}
+
+@test "--status on a free, a held and an unreachable lock" {
+	run --separate-stderr "$RR" --status job
+	assert_success
+	assert_output "job is free (never taken)"
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" --status job
+	assert_equal "$status" 75
+	[[ $output =~ ^"job is held by $(hostname):$holder for another "[0-9.]+s" (fence 1)"$ ]]
+	run "$RR" --status -E 3 job
+	assert_equal "$status" 3
+	kill "$holder"
+	wait "$holder" || true
+	run "$RR" --status job
+	assert_success
+	assert_output "job is free (last fence 1)"
+	run --separate-stderr "$RR" --status -r unix:///nonexistent/redis.sock job
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot connect to /nonexistent/redis.sock: no such file or directory"
+}
+
+@test "--status --json: one object with stable fields, that python3 -m json.tool parses" {
+	run "$RR" --status --json job
+	assert_success
+	assert_output '{"key": "job", "held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null}'
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" --status --json job
+	assert_equal "$status" 75
+	echo "$output" | python3 -m json.tool >/dev/null
+	fields=$(echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"], o["token"].endswith(":%d" % o["pid"]))')
+	assert_equal "$fields" "job True $(hostname) $holder True 1 True"
+	kill "$holder"
+	wait "$holder" || true
+	# a key some other client wrote, with quotes, a control character and bad UTF-8
+	rcli set 'we"ird' $'by\thand\xff' >/dev/null
+	run "$RR" --status --json 'we"ird'
+	echo "$output" | python3 -m json.tool >/dev/null
+	assert_output '{"key": "we\"ird", "held": true, "host": null, "pid": null, "token": "by\u0009hand\ufffd", "ttl_ms": -1, "fence": null}'
+}
+
+@test "--status refuses a COMMAND, and --json needs --status" {
+	run "$RR" --status job -- true
+	assert_equal "$status" 64
+	run "$RR" --json job -- true
+	assert_equal "$status" 64
+}
