@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""redlock-run side by side with flock(1), on this machine, in one run.
+
+Started by scripts/bench.sh, which provides the binaries and a throwaway redis-server.
+Prints a markdown table of figures and their ratios to flock's; exits non-zero only when
+something did not work (a failed run, a lost increment), never for a missed target.
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+
+def run_timed(argv, env):
+    """Runs argv to its end; returns (wall nanoseconds, wait status)."""
+    start = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, env)
+    _, status = os.waitpid(pid, 0)
+    return time.perf_counter_ns() - start, status
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))
+    return ordered[index]
+
+
+def ms(ns):
+    return f"{ns / 1e6:.2f} ms"
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.flock = shutil.which("flock")
+        self.redlock = os.path.abspath(args.redlock_run)
+        self.critical = os.path.abspath(args.critical)
+        self.url = args.url
+        self.tmp = tempfile.mkdtemp(prefix="redlock-bench.")
+        self.env = dict(os.environ, REDLOCK_URL=self.url)
+        self.failures = []
+
+    def lock_argv(self, tool, key, command):
+        if tool == "flock":
+            return [self.flock, os.path.join(self.tmp, key + ".lock")] + command
+        return [self.redlock, key, "--"] + command
+
+    def check(self, tool, status):
+        if status != 0:
+            self.failures.append(f"{tool} exited with wait status {status}")
+
+    def uncontended(self, runs):
+        """Median and p90 of `LOCK KEY -- true`, the two tools interleaved."""
+        times = {"flock": [], "redlock-run": []}
+        true = shutil.which("true")
+        for i in range(runs):
+            order = ("flock", "redlock-run") if i % 2 == 0 else ("redlock-run", "flock")
+            for tool in order:
+                ns, status = run_timed(self.lock_argv(tool, "uncontended", [true]), self.env)
+                self.check(tool, status)
+                times[tool].append(ns)
+        return {t: (statistics.median(v), percentile(v, 90)) for t, v in times.items()}
+
+    def contended(self, tool, workers, iterations, work_us):
+        """workers x iterations critical sections through one lock."""
+        counter = os.path.join(self.tmp, f"{tool}.counter")
+        log = os.path.join(self.tmp, f"{tool}.log")
+        for path in (counter, log):
+            if os.path.exists(path):
+                os.unlink(path)
+        argv = self.lock_argv(tool, "contended", [self.critical, counter, log, str(work_us)])
+
+        def worker():
+            for _ in range(iterations):
+                _, status = run_timed(argv, self.env)
+                self.check(tool, status)
+
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        start = time.perf_counter_ns()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter_ns() - start
+        with open(counter) as f:
+            count = int(f.read().strip() or 0)
+        with open(log) as f:
+            sections = sorted(tuple(map(int, line.split())) for line in f if line.strip())
+        gaps = [b[0] - a[1] for a, b in zip(sections, sections[1:])]
+        overlaps = sum(1 for g in gaps if g < 0)
+        if overlaps:
+            self.failures.append(f"{tool}: {overlaps} critical sections overlapped")
+        return {
+            "per_second": len(sections) / (wall / 1e9),
+            "gap_median": statistics.median(gaps) if gaps else 0,
+            "gap_p99": percentile(gaps, 99) if gaps else 0,
+            "count": count,
+        }
+
+    def redis(self, *args):
+        out = subprocess.run(["redis-cli", "-u", self.url] + list(args),
+                             capture_output=True, text=True, check=True)
+        return out.stdout
+
+    def commandstats(self):
+        stats = {}
+        for line in self.redis("INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_"):
+                name, fields = line[len("cmdstat_"):].split(":", 1)
+                stats[name] = int(dict(f.split("=") for f in fields.split(","))["calls"])
+        return stats
+
+    def peak_rss(self, tool):
+        """VmHWM of the tool's own process while its command sleeps, in KiB."""
+        argv = self.lock_argv(tool, "rss", [shutil.which("sleep"), "0.6"])
+        pid = os.posix_spawn(argv[0], argv, self.env)
+        time.sleep(0.3)
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        _, status = os.waitpid(pid, 0)
+        self.check(tool, status)
+        return int(fields["VmHWM"].split()[0])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--redlock-run", required=True)
+    parser.add_argument("--critical", required=True)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--quick", action="store_true",
+                        help="a few runs, to check that the bench works, not its figures")
+    args = parser.parse_args()
+
+    runs, workers, iterations = (20, 4, 10) if args.quick else (200, 8, 50)
+    work_us = 1000
+    bench = Bench(args)
+
+    # One untimed run each, so that neither pays for cold caches (nor redlock-run for a
+    # server that does not know its scripts yet).
+    bench.uncontended(1)
+    uncontended = bench.uncontended(runs)
+    flock_c = bench.contended("flock", workers, iterations, work_us)
+    bench.redis("CONFIG", "RESETSTAT")
+    redlock_c = bench.contended("redlock-run", workers, iterations, work_us)
+    stats = bench.commandstats()
+    sent = {name: stats.get(name, 0) for name in ("evalsha", "eval", "blpop", "auth", "select")}
+    sections = workers * iterations
+    per_section = sum(sent.values()) / sections
+    rss = {tool: bench.peak_rss(tool) for tool in ("flock", "redlock-run")}
+
+    def verdict(ok):
+        return "" if args.quick else ("met" if ok else "**missed**")
+
+    fu, ru = uncontended["flock"], uncontended["redlock-run"]
+    ratio_u = ru[0] / fu[0]
+    ratio_c = redlock_c["per_second"] / flock_c["per_second"]
+    redis_version = bench.redis("INFO", "server")
+    redis_version = next((l.split(":", 1)[1].strip() for l in redis_version.splitlines()
+                          if l.startswith("redis_version:")), "?")
+
+    print(f"redlock-run vs flock(1) on {platform.node()} ({os.cpu_count()} cores, Linux "
+          f"{platform.release()}), Redis {redis_version} at {args.url}"
+          f"{', quick mode: figures not judged' if args.quick else ''}")
+    print()
+    print("| measure | flock(1) | redlock-run | redlock-run / flock | target | |")
+    print("|---|---:|---:|---:|---|---|")
+    print(f"| `LOCK KEY -- true`, median of {runs} | {ms(fu[0])} | {ms(ru[0])} | "
+          f"{ratio_u:.2f}× | ≤ 1.3× | {verdict(ratio_u <= 1.3)} |")
+    print(f"| `LOCK KEY -- true`, p90 | {ms(fu[1])} | {ms(ru[1])} | {ru[1] / fu[1]:.2f}× | | |")
+    print(f"| {workers} workers × {iterations}, {work_us // 1000} ms sections: sections/s | "
+          f"{flock_c['per_second']:.0f} | {redlock_c['per_second']:.0f} | {ratio_c:.0%} | "
+          f"≥ 75% | {verdict(ratio_c >= 0.75)} |")
+    print(f"| handoff gap (release to next start), median | {ms(flock_c['gap_median'])} | "
+          f"{ms(redlock_c['gap_median'])} | | ≤ 1 ms | "
+          f"{verdict(redlock_c['gap_median'] <= 1e6)} |")
+    print(f"| handoff gap, p99 | {ms(flock_c['gap_p99'])} | {ms(redlock_c['gap_p99'])} | | | |")
+    print(f"| shared counter after {sections} sections | {flock_c['count']} | "
+          f"{redlock_c['count']} | | = {sections} | "
+          f"{'' if flock_c['count'] == redlock_c['count'] == sections else '**wrong**'} |")
+    print(f"| Redis commands sent per section | | {per_section:.2f} | | ≤ 4 | "
+          f"{verdict(per_section <= 4)} |")
+    print(f"| peak RSS while the command sleeps | {rss['flock'] / 1024:.2f} MiB | "
+          f"{rss['redlock-run'] / 1024:.2f} MiB | | ≤ 2.5 MiB | "
+          f"{verdict(rss['redlock-run'] <= 2.5 * 1024)} |")
+    print()
+    print("Commands sent in the contended run: " +
+          ", ".join(f"{name.upper()} {n}" for name, n in sent.items() if n) + ".")
+
+    if flock_c["count"] != sections or redlock_c["count"] != sections:
+        bench.failures.append("a counter is off: increments were lost")
+    for failure in bench.failures:
+        print(f"bench: {failure}", file=sys.stderr)
+    shutil.rmtree(bench.tmp, ignore_errors=True)
+    return 1 if bench.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

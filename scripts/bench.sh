@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Measures redlock-run side by side with flock(1) on this machine, in one run, against a
+# throwaway redis-server on 127.0.0.1, and prints a markdown table of the figures and
+# their ratios. `--quick` makes a few runs only, to check that the bench works.
+#
+#   REDLOCK_RUN, BENCH_CRITICAL   use these binaries instead of building
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+quick=()
+[ "${1:-}" = --quick ] && quick=(--quick)
+
+if [ -z "${REDLOCK_RUN:-}" ] || [ -z "${BENCH_CRITICAL:-}" ]; then
+	ensure_packages
+	build build
+	REDLOCK_RUN=$PWD/build/redlock-run
+	BENCH_CRITICAL=$PWD/build/tests/bench-critical
+fi
+
+dir=$(mktemp -d /tmp/redlock-bench.XXXXXX)
+cleanup() {
+	[ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# A free loopback port: the figures are for a real TCP round trip, not a Unix socket.
+for _ in $(seq 10); do
+	port=$((20000 + RANDOM % 40000))
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- || continue
+	for _ in $(seq 100); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && break 2
+		sleep 0.05
+	done
+done
+redis-cli -p "$port" ping >/dev/null
+
+python3 scripts/bench.py --redlock-run "$REDLOCK_RUN" --critical "$BENCH_CRITICAL" \
+	--url "redis://127.0.0.1:$port" "${quick[@]}"
