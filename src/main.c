@@ -162,7 +162,7 @@ main(int argc, char *argv[])
 	acquire(&lock, conn, &o, &sig);
 
 	env = command_environment(&lock);
-	wd = env ? watchdog_start(&lock, &o.url) : NULL;
+	wd = env ? watchdog_new(&lock, &o.url) : NULL;
 	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, conn, wd, "cannot start the command");
 

@@ -146,13 +146,18 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 		child_signal(s->child, SIGKILL);
 		st->kill_at = TIME_NEVER;
 	}
+	if (now >= watchdog_due(s->watchdog) && watchdog_start(s->watchdog) < 0) {
+		char buf[128];
+		msg_error("cannot start renewing %s: %s", s->lock->key,
+			  msg_strerror(errno, buf, sizeof(buf)));
+	}
 }
 
 static int64_t
 next_deadline(const struct supervision *s, const struct state *st)
 {
 	int64_t lead = s->on_lost == ON_LOST_IGNORE ? 0 : time_min(s->grace, s->lock->ttl / 3);
-	int64_t t = st->kill_at;
+	int64_t t = time_min(st->kill_at, watchdog_due(s->watchdog));
 
 	if (st->stopping == STOP_NONE)
 		t = time_min(t, st->max_hold_at);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@ struct watchdog {
 	pthread_t thread;
 	int events[2]; /* the thread writes, supervise reads */
 	int stop[2];   /* a byte, or our end closing, stops the thread */
+	int64_t due;   /* when the thread must be running; TIME_NEVER once started */
+	bool running;
 };
 
 static void
@@ -74,22 +77,52 @@ run(void *arg)
 	return NULL;
 }
 
+static void
+close_pair(int fds[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fds[0] = fds[1] = -1;
+}
+
 struct watchdog *
-watchdog_start(const struct lock *l, const struct redis_url *url)
+watchdog_new(const struct lock *l, const struct redis_url *url)
 {
 	struct watchdog *w = calloc(1, sizeof(*w));
-	sigset_t all, old;
-	pthread_attr_t attr;
 	int err;
 
 	if (!w)
 		return NULL;
 	w->lock = *l;
+	w->due = l->acquired_at + l->ttl / 3;
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
-	if (!(w->conn = conn_new(url)) || pipe2(w->events, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    pipe2(w->stop, O_CLOEXEC) < 0)
-		goto fail;
+	if ((w->conn = conn_new(url)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
+	    pipe2(w->stop, O_CLOEXEC) == 0)
+		return w;
+	err = errno;
+	conn_free(w->conn);
+	close_pair(w->events);
+	close_pair(w->stop);
+	free(w);
+	errno = err;
+	return NULL;
+}
 
+int64_t
+watchdog_due(const struct watchdog *w)
+{
+	return w->due;
+}
+
+int
+watchdog_start(struct watchdog *w)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	int err;
+
+	w->due = TIME_NEVER;
 	/* The thread starts with every signal blocked: they are all consumed in one place,
 	 * on the main thread. */
 	sigfillset(&all);
@@ -101,22 +134,10 @@ watchdog_start(const struct lock *l, const struct redis_url *url)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		errno = err;
-		goto fail;
+		return -1;
 	}
-	return w;
-
-fail:
-	err = errno;
-	conn_free(w->conn);
-	for (int i = 0; i < 2; i++) {
-		if (w->events[i] >= 0)
-			close(w->events[i]);
-		if (w->stop[i] >= 0)
-			close(w->stop[i]);
-	}
-	free(w);
-	errno = err;
-	return NULL;
+	w->running = true;
+	return 0;
 }
 
 int
@@ -146,9 +167,11 @@ watchdog_free(struct watchdog *w)
 	if (!w)
 		return;
 	watchdog_stop(w);
-	pthread_join(w->thread, NULL);
-	close(w->stop[0]);
-	close(w->events[0]);
-	close(w->events[1]);
+	if (w->running)
+		pthread_join(w->thread, NULL);
+	else
+		conn_free(w->conn); /* the thread frees it when it ends */
+	close_pair(w->stop);
+	close_pair(w->events);
 	free(w);
 }

@@ -1,6 +1,7 @@
 /*
  * The watchdog: the one extra thread. It renews the lease every TTL/3 on a connection of
- * its own (opened only when the first renewal is due), retries soon after a failure, and
+ * its own (thread and connection start only when the first renewal is due), retries soon
+ * after a failure, and
  * reports what happens as events on a pipe. It never signals the command: deciding what a
  * failure means is supervise's job.
  */
@@ -27,9 +28,17 @@ struct watchdog_event {
 	char detail[512]; /* the size of lock.error */
 };
 
-/* Starts renewing the lock l (already acquired), which it copies. NULL with errno set when
- * no thread could be started. */
-struct watchdog *watchdog_start(const struct lock *l, const struct redis_url *url);
+/* A watchdog for the lock l (already acquired), which it copies; no thread runs yet, so a
+ * command that ends before its first renewal is due never pays for one. NULL with errno
+ * set when out of resources. */
+struct watchdog *watchdog_new(const struct lock *l, const struct redis_url *url);
+
+/* When the thread must be running to make the first renewal (TTL/3 after the lock was
+ * taken): TIME_NEVER once watchdog_start was called. */
+int64_t watchdog_due(const struct watchdog *w);
+
+/* Starts the thread. 0, or -1 with errno set: then nothing renews the lease. */
+int watchdog_start(struct watchdog *w);
 
 /* Readable when an event is waiting. */
 int watchdog_fd(const struct watchdog *w);
