@@ -74,13 +74,15 @@ run_guard(int fd)
 	_exit(0);
 }
 
-/* The command, between fork and exec: async-signal-safe calls only. */
+/*
+ * The command, between vfork and exec. It shares our memory and stack (we are suspended
+ * until it execs or exits): only async-signal-safe calls that touch no shared state, and
+ * no return. An exec failure is left in *exec_errno.
+ */
 static _Noreturn void
 run_command(char *const argv[], char *const envp[], const struct signals *sig, int tty_fd,
-	    pid_t parent, int report_fd)
+	    pid_t parent, volatile int *exec_errno)
 {
-	int err;
-
 	setpgid(0, 0);
 	if (tty_fd >= 0)
 		tcsetpgrp(tty_fd, getpid()); /* SIGTTOU is still blocked here */
@@ -88,85 +90,78 @@ run_command(char *const argv[], char *const envp[], const struct signals *sig, i
 	if (getppid() != parent)
 		_exit(STATUS_SIGNAL_BASE + SIGKILL); /* redlock-run died before the line above */
 	signals_restore_entry(sig);
-	environ = (char **)envp;
-	execvp(argv[0], argv);
-	err = errno;
-	if (write(report_fd, &err, sizeof(err)) < 0) {
-		/* The parent then sees only the exit status below. */
+	execvpe(argv[0], argv, envp);
+	*exec_errno = errno;
+	_exit(errno == ENOENT ? STATUS_NOT_FOUND : STATUS_CANNOT_EXEC);
+}
+
+void
+child_init(struct child *ch)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->guard_fd = ch->tty_fd = -1;
+}
+
+int
+child_prepare(struct child *ch)
+{
+	int fds[2];
+
+	if (ch->guard > 0)
+		return 0;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		ch->guard_error = errno;
+		return -1;
 	}
-	_exit(err == ENOENT ? STATUS_NOT_FOUND : STATUS_CANNOT_EXEC);
+	ch->guard = fork();
+	if (ch->guard == 0)
+		run_guard(fds[0]);
+	ch->guard_error = errno;
+	close(fds[0]);
+	if (ch->guard < 0) {
+		close(fds[1]);
+		ch->guard = 0;
+		errno = ch->guard_error;
+		return -1;
+	}
+	ch->guard_fd = fds[1];
+	return 0;
 }
 
 int
 child_spawn(struct child *ch, char *const argv[], char *const envp[], const struct signals *sig)
 {
-	int guard_pipe[2], report[2], err;
+	volatile int exec_errno = 0;
 	pid_t parent = getpid();
-	ssize_t n;
 
-	memset(ch, 0, sizeof(*ch));
-	ch->guard_fd = ch->tty_fd = -1;
+	if (ch->guard <= 0) { /* without a guard, no command starts */
+		errno = ch->guard_error ? ch->guard_error : EAGAIN;
+		return -1;
+	}
+
 	/* Orphans of the command come to us, not to init, so its group empties out through
 	 * our own waitpid calls. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (pipe2(guard_pipe, O_CLOEXEC) < 0)
-		return -1;
-	if (pipe2(report, O_CLOEXEC) < 0)
-		goto fail_report;
-
-	/* The guard comes first: without one, no command starts. */
-	ch->guard = fork();
-	if (ch->guard < 0)
-		goto fail_guard;
-	if (ch->guard == 0)
-		run_guard(guard_pipe[0]);
-	close(guard_pipe[0]);
-	ch->guard_fd = guard_pipe[1];
-
 	ch->tty_fd = foreground_tty();
-	ch->pid = fork();
-	if (ch->pid < 0) {
-		err = errno;
-		child_finish(ch, 0);
-		child_free(ch);
-		close(report[0]);
-		close(report[1]);
-		errno = err;
+	/* vfork: nothing to copy for a child that is about to exec, which on some machines is
+	 * a tenth of a run. */
+	ch->pid = vfork();
+	if (ch->pid < 0)
 		return -1;
-	}
 	if (ch->pid == 0)
-		run_command(argv, envp, sig, ch->tty_fd, parent, report[1]);
+		run_command(argv, envp, sig, ch->tty_fd, parent, &exec_errno);
 	ch->pgid = ch->pid;
-	setpgid(ch->pid, ch->pgid); /* as the command does itself: whichever runs first */
+	setpgid(ch->pid, ch->pgid); /* as the command did itself; it may have exec'd since */
 	if (ch->tty_fd >= 0)
 		tcsetpgrp(ch->tty_fd, ch->pgid);
 	if (write(ch->guard_fd, &ch->pgid, sizeof(ch->pgid)) < 0) {
 		/* The guard is gone: nothing to tell it. */
 	}
-
-	/* The report pipe closes on a successful exec; an errno arrives when it failed. */
-	close(report[1]);
-	do
-		n = read(report[0], &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
-	close(report[0]);
-	if (n == (ssize_t)sizeof(err)) {
+	if (exec_errno) {
 		char buf[128];
-		msg_error("cannot run %s: %s", argv[0], msg_strerror(err, buf, sizeof(buf)));
+		msg_error("cannot run %s: %s", argv[0], msg_strerror(exec_errno, buf, sizeof(buf)));
 	}
 	return 0;
-
-fail_guard:
-	err = errno;
-	close(report[0]);
-	close(report[1]);
-	errno = err;
-fail_report:
-	err = errno;
-	close(guard_pipe[0]);
-	close(guard_pipe[1]);
-	errno = err;
-	return -1;
 }
 
 void
@@ -229,6 +224,10 @@ child_finish(struct child *ch, int64_t grace)
 void
 child_free(struct child *ch)
 {
+	if (ch->guard_fd >= 0) {
+		close(ch->guard_fd); /* no command was started: end-of-file sends it away */
+		ch->guard_fd = -1;
+	}
 	if (ch->guard > 0)
 		while (waitpid(ch->guard, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -20,13 +20,26 @@ struct child {
 	int guard_fd; /* our end of the guard's pipe */
 	int tty_fd;   /* the terminal handed to the group while it runs, or -1 */
 	int wait_status;
+	int guard_error; /* why child_prepare failed */
 };
 
+/* Nothing started yet: what child_free may always be given. */
+void child_init(struct child *ch);
+
 /*
- * Starts the command: argv[0] is looked up in PATH, envp is its whole environment. When
- * redlock-run is the terminal's foreground job, the command's group becomes the foreground
- * group. Returns 0 (also when exec fails: then the command has exited 126 or 127 and the
- * reason was printed), or -1 with errno set when nothing could be started.
+ * Starts the guard, while the lock is being taken (lock_acquire's meanwhile): its fork then
+ * overlaps with the first round trip, and a waiter pays for it while it waits, not between
+ * the release it is woken by and its command's start. Does nothing the second time. 0, or
+ * -1 with errno set (child_spawn then fails the same way). child_free sends the guard away
+ * if no command is started.
+ */
+int child_prepare(struct child *ch);
+
+/*
+ * Starts the command, watched by child_prepare's guard: argv[0] is looked up in PATH, envp is
+ * its whole environment. When redlock-run is the terminal's foreground job, the command's group
+ * becomes the foreground group. Returns 0 (also when exec fails: then the command has exited 126 or
+ * 127 and the reason was printed), or -1 with errno set when nothing could be started.
  */
 int child_spawn(struct child *ch, char *const argv[], char *const envp[],
 		const struct signals *sig);
@@ -39,7 +52,7 @@ void child_signal(const struct child *ch, int sig);
  * Returns once the group is empty. */
 void child_finish(struct child *ch, int64_t grace);
 
-/* Reaps the guard, once it was told to stand down. */
+/* Sends away a guard that is still waiting (no command was started) and reaps it. */
 void child_free(struct child *ch);
 
 /* Maps a wait status the way a shell does: the exit code, or 128+N for signal N (then

@@ -320,6 +320,24 @@ conn_open(struct conn *c, int64_t deadline)
 	return CONN_OK;
 }
 
+/* Writes what it can of the queued commands without blocking; -1 with errno on failure. */
+static int
+write_some(struct conn *c)
+{
+	ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	c->out_sent += (size_t)n;
+	if (c->out_sent == c->out_len) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = c->out_sent = 0;
+	}
+	return 0;
+}
+
 int
 conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 {
@@ -338,6 +356,9 @@ conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 	c->out = grown;
 	c->out_len += (size_t)len;
 	redisFreeCommand(cmd);
+	/* Out at once, so that it is on its way while the caller does other work; what does
+	 * not fit, and any error, is left to conn_recv. */
+	write_some(c);
 	return 0;
 }
 
@@ -345,18 +366,8 @@ conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 static enum conn_result
 flush_some(struct conn *c)
 {
-	ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent, MSG_NOSIGNAL);
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return CONN_OK;
-	if (n < 0)
+	if (write_some(c) < 0)
 		return fail_errno(c, "lost the connection to", errno);
-	c->out_sent += (size_t)n;
-	if (c->out_sent == c->out_len) {
-		free(c->out);
-		c->out = NULL;
-		c->out_len = c->out_sent = 0;
-	}
 	return CONN_OK;
 }
 

@@ -38,7 +38,8 @@ enum conn_result conn_open(struct conn *c, int64_t deadline);
 bool conn_is_open(const struct conn *c);
 void conn_close(struct conn *c);
 
-/* Queues one command on an open connection; -1 when out of memory. */
+/* Sends one command on an open connection, as far as the socket takes it without waiting
+ * (conn_recv sends the rest); -1 when out of memory. */
 int conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen);
 
 /*

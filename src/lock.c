@@ -203,40 +203,68 @@ lock_lease_deadline(const struct lock *l, int64_t sent)
 	return sent + l->ttl - (l->ttl / 100 + 2 * NS_PER_MS);
 }
 
-/*
- * Runs a script by its digest, and by its text when the server does not know it yet
- * (NOSCRIPT: a fresh or restarted server), which also caches it there.
- * args holds the nkeys keys, then the other arguments.
- */
-static enum conn_result
-eval(struct conn *c, struct script *s, int nkeys, int nargs, const char *const *args,
-     int64_t deadline, int intr_fd, struct reply **reply)
-{
+/* A script call: EVALSHA <digest> <numkeys> <keys...> <args...>, or EVAL with the text. */
+struct call {
+	struct script *script;
 	const char *argv[16];
 	size_t lens[16];
+	int argc;
 	char numkeys[8];
-	enum conn_result res;
-	int argc = 0;
+};
 
-	snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = s->sha;
-	argv[argc++] = numkeys;
-	for (int i = 0; i < nargs && argc < (int)ARRAY_LEN(argv); i++)
-		argv[argc++] = args[i];
-	for (int i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
+static void
+call_init(struct call *k, struct script *s, int nkeys, int nargs, const char *const *args)
+{
+	snprintf(k->numkeys, sizeof(k->numkeys), "%d", nkeys);
+	k->script = s;
+	k->argc = 0;
+	k->argv[k->argc++] = "EVALSHA";
+	k->argv[k->argc++] = s->sha;
+	k->argv[k->argc++] = k->numkeys;
+	for (int i = 0; i < nargs && k->argc < (int)ARRAY_LEN(k->argv); i++)
+		k->argv[k->argc++] = args[i];
+	for (int i = 0; i < k->argc; i++)
+		k->lens[i] = strlen(k->argv[i]);
+}
 
-	res = conn_call(c, reply, deadline, intr_fd, argc, argv, lens);
+/* Sends the call by the script's digest. */
+static enum conn_result
+call_send(struct conn *c, struct call *k)
+{
+	return conn_send(c, k->argc, k->argv, k->lens) < 0 ? CONN_FAILED : CONN_OK;
+}
+
+/*
+ * Takes the reply to call_send, and sends the script's text when the server does not know
+ * it yet (NOSCRIPT: a fresh or restarted server), which also caches it there.
+ */
+static enum conn_result
+call_recv(struct conn *c, struct call *k, int64_t deadline, int intr_fd, struct reply **reply)
+{
+	enum conn_result res = conn_recv(c, reply, deadline, intr_fd);
+
 	if (res != CONN_OK || reply_type(*reply) != REPLY_ERROR ||
 	    strncmp(reply_string(*reply, NULL), "NOSCRIPT", 8) != 0)
 		return res;
 	reply_free(*reply);
-	argv[0] = "EVAL";
-	argv[1] = s->text;
-	lens[0] = 4;
-	lens[1] = strlen(s->text);
-	return conn_call(c, reply, deadline, intr_fd, argc, argv, lens);
+	k->argv[0] = "EVAL";
+	k->argv[1] = k->script->text;
+	k->lens[0] = 4;
+	k->lens[1] = strlen(k->script->text);
+	return conn_call(c, reply, deadline, intr_fd, k->argc, k->argv, k->lens);
+}
+
+/* Runs a script; args holds the nkeys keys, then the other arguments. */
+static enum conn_result
+eval(struct conn *c, struct script *s, int nkeys, int nargs, const char *const *args,
+     int64_t deadline, int intr_fd, struct reply **reply)
+{
+	struct call k;
+
+	call_init(&k, s, nkeys, nargs, args);
+	if (call_send(c, &k) != CONN_OK)
+		return conn_recv(c, reply, deadline, intr_fd); /* says why */
+	return call_recv(c, &k, deadline, intr_fd, reply);
 }
 
 static void
@@ -390,7 +418,8 @@ give_up_point(const struct lock *l, int64_t unsure_since, int64_t wait, int64_t 
 }
 
 enum lock_result
-lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
+lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*meanwhile)(void *),
+	     void *arg)
 {
 	int64_t start = clock_now();
 	int64_t wait_deadline = wait == LOCK_WAIT_FOREVER ? TIME_NEVER : start + wait;
@@ -407,6 +436,7 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
 	for (;;) {
 		int64_t sent = clock_now();
 		struct reply *r;
+		struct call k;
 		enum conn_result res;
 		enum acquire_reply a;
 
@@ -425,8 +455,15 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd)
 		}
 		/* The last attempt, as the wait runs out, does not stay registered. */
 		args[6] = wait != 0 && sent < wait_deadline ? handoff : "0";
-		res = eval(c, &script_acquire, 4, 7, args,
-			   time_min(sent + l->io_timeout, io_deadline_cap), intr_fd, &r);
+		call_init(&k, &script_acquire, 4, 7, args);
+		res = call_send(c, &k);
+		if (meanwhile) {
+			meanwhile(arg); /* while the first request is on its way */
+			meanwhile = NULL;
+		}
+		if (res == CONN_OK)
+			res = call_recv(c, &k, time_min(sent + l->io_timeout, io_deadline_cap),
+					intr_fd, &r);
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, c);
 			return LOCK_INTERRUPTED;

@@ -59,10 +59,13 @@ enum lock_result {
 
 /*
  * Takes the lock, waiting up to `wait` ns (0: not at all; LOCK_WAIT_FOREVER) while another
- * holds it. c must be open; it is reopened as needed. A request whose reply is lost is sent
- * again with the same token, which settles it, never abandons it.
+ * holds it. c is opened, and reopened, as needed. A request whose reply is lost is sent
+ * again with the same token, which settles it, never abandons it. meanwhile (may be NULL)
+ * is called once, as soon as the first request is on its way: work that then overlaps
+ * with the round trip.
  */
-enum lock_result lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd);
+enum lock_result lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd,
+			      void (*meanwhile)(void *), void *arg);
 
 enum lock_renewal {
 	LOCK_RENEWED,

@@ -31,10 +31,19 @@ fatal_errno(int status, const char *what)
 	msg_fatal(status, "%s: %s", what, msg_strerror(errno, buf, sizeof(buf)));
 }
 
-/* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used,
- * 128+N by signal N while waiting. */
+/* lock_acquire's meanwhile: the guard's fork overlaps with the first round trip. A failure
+ * is child_spawn's to report. */
 static void
-acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signals *sig)
+prepare_guard(void *ch)
+{
+	child_prepare(ch);
+}
+
+/* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used,
+ * 128+N by signal N while waiting. The guard readied for the command is sent away first. */
+static void
+acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signals *sig,
+	struct child *ch)
 {
 	int64_t start = clock_now(), waited;
 	char holder[LOCK_HOLDER_MAX], buf[32];
@@ -43,7 +52,7 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 		int64_t wait = o->wait;
 		if (wait > 0)
 			wait = time_max(0, start + o->wait - clock_now());
-		switch (lock_acquire(l, c, wait, sig->fd)) {
+		switch (lock_acquire(l, c, wait, sig->fd, prepare_guard, ch)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;
 			msg_info("acquired %s after %s, fence %lld", l->key,
@@ -53,13 +62,17 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 			msg_info("%s is held by %s; giving up%s", l->key,
 				 lock_describe_holder(l->holder, holder, sizeof(holder)),
 				 o->wait ? " after waiting" : "");
+			child_free(ch);
 			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:
+			child_free(ch);
 			msg_fatal(STATUS_UNAVAILABLE, "%s", l->error);
 		case LOCK_INTERRUPTED: {
 			int s = signals_take(sig);
-			if (signals_forwarded(s))
+			if (signals_forwarded(s)) {
+				child_free(ch);
 				signals_die(s);
+			}
 			break; /* a child we inherited: wait on */
 		}
 		}
@@ -110,11 +123,12 @@ command_environment(const struct lock *l)
 
 /* Nothing can run under the lock (no memory, thread or process): give it back and exit. */
 static _Noreturn void
-abandon(struct lock *l, struct conn *c, struct watchdog *wd, const char *what)
+abandon(struct lock *l, struct conn *c, struct watchdog *wd, struct child *ch, const char *what)
 {
 	int err = errno;
 
 	watchdog_free(wd);
+	child_free(ch);
 	lock_release(l, c, clock_now() + l->io_timeout, -1);
 	errno = err;
 	fatal_errno(STATUS_OSERR, what);
@@ -159,12 +173,13 @@ main(int argc, char *argv[])
 	if (!(conn = conn_new(&o.url)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
 
-	acquire(&lock, conn, &o, &sig);
+	child_init(&child);
+	acquire(&lock, conn, &o, &sig, &child);
 
 	env = command_environment(&lock);
 	wd = env ? watchdog_new(&lock, &o.url) : NULL;
 	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
-		abandon(&lock, conn, wd, "cannot start the command");
+		abandon(&lock, conn, wd, &child, "cannot start the command");
 
 	out = supervise(&(struct supervision){
 		.child = &child,

@@ -64,6 +64,8 @@ main(void)
 	struct signals s;
 	struct child ch;
 	CHECK_INT(signals_init(&s), 0);
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "/nonexistent/command", NULL }, env, &s), 0);
 	waitpid(ch.pid, &ch.wait_status, 0);
 	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_NOT_FOUND);
@@ -71,12 +73,16 @@ main(void)
 	child_free(&ch);
 	char plain[] = "/tmp/redlock-test-plain.XXXXXX";
 	close(mkstemp(plain)); /* mode 0600: not executable */
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ plain, NULL }, env, &s), 0);
 	unlink(plain);
 	waitpid(ch.pid, &ch.wait_status, 0);
 	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_CANNOT_EXEC);
 	child_finish(&ch, 0);
 	child_free(&ch);
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "sh", "-c", "exit 3", NULL },
 			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, &s),
 		  0);
@@ -88,6 +94,18 @@ main(void)
 	child_free(&ch);
 	CHECK_INT(kill(-ch.pgid, 0), -1);                /* the group is empty */
 	CHECK_INT(waitpid(ch.guard, NULL, WNOHANG), -1); /* and the guard reaped */
+
+	/* A guard readied for a command that never starts goes away when told; and without
+	 * a guard, no command starts. */
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch), 0);
+	CHECK_INT(child_prepare(&ch), 0); /* the second time does nothing */
+	pid_t guard = ch.guard;
+	child_free(&ch);
+	CHECK(ch.guard == 0);
+	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1);
+	child_init(&ch);
+	CHECK_INT(child_spawn(&ch, (char *[]){ "true", NULL }, env, &s), -1);
 
 	return check_done("child");
 }
