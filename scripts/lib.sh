@@ -19,6 +19,7 @@ bats-support|test -f /usr/lib/bats/bats-support/load.bash|bats-support
 python3|command -v python3|python3
 script|command -v script|bsdutils
 flock|command -v flock|util-linux
+strace|command -v strace|strace
 EOT
 }
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env bats
+# The lean path (issue 4): an uncontended run costs one connection and two commands, the
+# watchdog connects only when its first renewal is due, and nothing slow happens at start-up.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	redis_start main
+}
+
+teardown_file() {
+	redis_stop main
+	redis_stop tcp
+}
+
+setup() {
+	export REDLOCK_URL="unix://$(redis_sock main)"
+	rcli flushall >/dev/null
+	"$RR" warm-up -- true # the server knows the scripts from now on
+	rcli config resetstat >/dev/null
+	dir=$BATS_TEST_TMPDIR
+}
+
+# calls NAME: how many times clients sent command NAME since the last reset.
+calls() {
+	rcli info commandstats | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
+}
+
+# connections: connections accepted so far (counting the one that asks).
+connections() {
+	rcli info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'
+}
+
+@test "an uncontended run: one connection, two commands (acquire and release)" {
+	before=$(connections)
+	run "$RR" job -- true
+	assert_success
+	# +1 for redlock-run, +1 for the redis-cli that asks
+	assert_equal $(($(connections) - before)) 2
+	assert_equal "$(calls evalsha)" 2
+	assert_equal "$(calls eval)" 0
+	assert_equal "$(calls select)" 0
+	assert_equal "$(calls auth)" 0
+	assert_equal "$(calls script)" 0
+}
+
+@test "SELECT only when a db is asked for, answered before the acquire" {
+	run "$RR" -r "unix://$(redis_sock main)?db=3" job -- true
+	assert_success
+	assert_equal "$(calls select)" 1
+	assert_equal "$(calls evalsha)" 2
+}
+
+@test "the watchdog connects only when the first renewal is due" {
+	before=$(connections)
+	run "$RR" -t 3s job -- sleep 0.3 # ends before TTL/3
+	assert_success
+	assert_equal $(($(connections) - before)) 2
+	before=$(connections)
+	run "$RR" -t 600ms job -- sleep 0.5 # renews at 200ms and 400ms
+	assert_success
+	assert_equal $(($(connections) - before)) 3
+}
+
+@test "an address literal or a Unix socket is never resolved: no hosts file, no NSS" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -e trace=openat -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
+	redis_start_tcp tcp
+	strace -f -e trace=openat,connect -o "$dir/trace" \
+		"$RR" -r "redis://127.0.0.1:$(redis_port tcp)" job -- true
+	strace -f -e trace=openat,connect -o "$dir/trace.unix" "$RR" job -- true
+	run grep -E 'nsswitch|/etc/hosts|resolv\.conf|libnss|gai\.conf|:53' "$dir/trace" "$dir/trace.unix"
+	assert_failure
+	# and no TLS library is loaded for a plain connection
+	run grep -E 'libssl|libcrypto' "$dir/trace" "$dir/trace.unix"
+	assert_failure
+}
