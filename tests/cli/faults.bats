@@ -27,8 +27,7 @@ teardown() {
 	wait_until 5 gone "$(cat "$dir/a.pid")"
 	died=$(now_us)
 	last_renewal=$(grep 'renewed job' "$dir/a.err" | tail -n 1 | cut -d' ' -f1)
-	status=0
-	wait "$a" || status=$?
+	reap "$a"
 	kill -CONT "$(redis_pid fault)"
 	assert_equal "$status" 76
 	# gone before the lease (2s from the last renewal) could lapse on the server
@@ -46,8 +45,7 @@ teardown() {
 	wait_until 5 rcli_on fault exists job
 	redis_stop fault
 	redis_start fault
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 76
 	run cat "$dir/err"
 	assert_output --partial "lost the lock on job: "
@@ -60,8 +58,7 @@ teardown() {
 	wait_until 5 test -s "$dir/grandchild"
 	rcli_on fault del job >/dev/null
 	deleted=$(now_ms)
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 76
 	(($(now_ms) - deleted < 1500))
 	gone "$(cat "$dir/grandchild")"
@@ -74,8 +71,7 @@ teardown() {
 	p=$!
 	wait_until 5 rcli_on fault exists job
 	rcli_on fault set job "00000000-0000-4000-8000-000000000000:otherhost:4242" >/dev/null
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 76
 	run cat "$dir/err"
 	assert_output "redlock-run: lost the lock on job: it is held by otherhost:4242 now; stopping the command"
@@ -88,8 +84,7 @@ teardown() {
 	wait_until 5 test -s "$dir/ready"
 	rcli_on fault del job >/dev/null
 	deleted=$(now_ms)
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 76
 	(($(now_ms) - deleted < 1500))
 	run cat "$dir/err"
@@ -102,8 +97,7 @@ teardown() {
 	wait_until 5 test -s "$dir/ready"
 	rcli_on fault del job >/dev/null
 	deleted=$(now_ms)
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	elapsed=$(($(now_ms) - deleted))
 	assert_equal "$status" 76
 	((elapsed >= 700 && elapsed < 2500))
@@ -115,8 +109,7 @@ teardown() {
 	p=$!
 	wait_until 5 test -s "$dir/ready"
 	rcli_on fault del job >/dev/null
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 76
 	run cat "$dir/done"
 	assert_output completed
@@ -172,8 +165,7 @@ teardown() {
 	kill -TERM "$p"
 	sleep 0.3
 	kill -CONT "$(redis_pid fault)"
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	assert_equal "$status" 143
 	run rcli_on fault get '{job}:fence'
 	assert_output 1 # the request did take the lock...

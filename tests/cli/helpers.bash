@@ -109,3 +109,19 @@ stamp() {
 		echo "$(now_us) $line"
 	done >"$1"
 }
+
+# reap PID: waits for a background job and leaves its exit status in $status, as `run` does.
+reap() {
+	status=0
+	wait "$1" || status=$?
+}
+
+# The fixture most files share: one server per file, empty before each test, REDLOCK_URL
+# pointing at it, and $dir for the test's own files.
+main_server_start() { redis_start main; }
+main_server_stop() { redis_stop main; }
+main_server_reset() {
+	export REDLOCK_URL="unix://$(redis_sock main)"
+	rcli flushall >/dev/null
+	dir=$BATS_TEST_TMPDIR
+}

@@ -6,20 +6,18 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-	redis_start main
+	main_server_start
 }
 
 teardown_file() {
-	redis_stop main
+	main_server_stop
 	redis_stop tcp
 }
 
 setup() {
-	export REDLOCK_URL="unix://$(redis_sock main)"
-	rcli flushall >/dev/null
+	main_server_reset
 	"$RR" warm-up -- true # the server knows the scripts from now on
 	rcli config resetstat >/dev/null
-	dir=$BATS_TEST_TMPDIR
 }
 
 # calls NAME: how many times clients sent command NAME since the last reset.

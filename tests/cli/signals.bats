@@ -7,18 +7,16 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-	redis_start main
+	main_server_start
 	make_entry
 }
 
 teardown_file() {
-	redis_stop main
+	main_server_stop
 }
 
 setup() {
-	export REDLOCK_URL="unix://$(redis_sock main)"
-	rcli flushall >/dev/null
-	dir=$BATS_TEST_TMPDIR
+	main_server_reset
 	ENTRY=$BATS_FILE_TMPDIR/entry
 }
 
@@ -45,8 +43,7 @@ EOT
 		p=$!
 		wait_until 5 test -s "$dir/ready"
 		kill -"$sig" "$p"
-		status=0
-		wait "$p" || status=$?
+		reap "$p"
 		assert_equal "$status" $((128 + $(kill -l "$sig")))
 		run cat "$dir/got"
 		assert_output "$sig"
@@ -61,8 +58,7 @@ EOT
 		p=$!
 		wait_until 5 test -s "$dir/ready.$sig"
 		kill -"$sig" "$p"
-		status=0
-		wait "$p" || status=$?
+		reap "$p"
 		assert_equal "$status" $((128 + $(kill -l "$sig")))
 	done
 }
@@ -127,8 +123,7 @@ EOT
 	wait_until 5 grep -q 'waiting for job' "$dir/waiter.err"
 	kill -TERM "$waiter"
 	sent=$(now_ms)
-	status=0
-	wait "$waiter" || status=$?
+	reap "$waiter"
 	assert_equal "$status" 143
 	(($(now_ms) - sent < 500))
 	run rcli get job
@@ -151,8 +146,7 @@ EOT
 	run cat "$dir/got"
 	assert_output "got:hello"
 	printf '\003' >&4
-	status=0
-	wait "$p" || status=$?
+	reap "$p"
 	exec 4>&-
 	assert_equal "$status" 130
 	run rcli exists job

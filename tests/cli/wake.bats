@@ -6,17 +6,15 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-	redis_start main
+	main_server_start
 }
 
 teardown_file() {
-	redis_stop main
+	main_server_stop
 }
 
 setup() {
-	export REDLOCK_URL="unix://$(redis_sock main)"
-	rcli flushall >/dev/null
-	dir=$BATS_TEST_TMPDIR
+	main_server_reset
 }
 
 @test "a waiter starts within 100ms of the release, even with -t 60s" {
