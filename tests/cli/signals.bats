@@ -170,3 +170,35 @@ EOT
 	run cat "$dir/after"
 	assert_output "after:next"
 }
+
+@test "Ctrl-Z stops the command and redlock-run with it; fg continues both" {
+	mkfifo "$dir/keys"
+	env --default-signal=INT,TSTP,TTIN,TTOU script -qfec "bash --norc --noprofile -i" /dev/null \
+		<"$dir/keys" >"$dir/screen" &
+	p=$!
+	exec 4>"$dir/keys"
+	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 30" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	printf '\032' >&4 # Ctrl-Z
+	# the shell has its terminal back, and both processes are stopped
+	printf 'echo back > %s/back\n' "$dir" >&4
+	wait_until 5 test -s "$dir/back"
+	read -r _ _ state _ <"/proc/$command/stat"
+	assert_equal "$state" T
+	rr=$(ps -o ppid= -p "$command" | tr -d ' ')
+	read -r _ _ state _ <"/proc/$rr/stat"
+	assert_equal "$state" T
+	# fg: both run on, and the command has the terminal again (Ctrl-C reaches it)
+	printf 'fg\n' >&4
+	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
+	printf '\003' >&4 # Ctrl-C
+	printf 'echo $? > %s/status; exit\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	exec 4>&-
+	reap "$p"
+	run cat "$dir/status"
+	assert_output 130
+	run rcli exists job
+	assert_output 0
+}
