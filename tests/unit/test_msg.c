@@ -1,0 +1,72 @@
+/* msg: one line per message on stderr, prefixed, each with one write; levels; strerror in
+ * the lower case of a message. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "msg.h"
+
+static char captured[4096];
+
+/* Runs fn with stderr going to a pipe, and returns what it wrote. */
+static const char *
+capture(void (*fn)(void))
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	if (pipe(fds) < 0)
+		return "(no pipe)";
+	dup2(fds[1], STDERR_FILENO);
+	close(fds[1]);
+	fn();
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = read(fds[0], captured, sizeof(captured) - 1);
+	captured[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	return captured;
+}
+
+static void
+all_three(void)
+{
+	msg_error("cannot connect to %s", "10.0.0.5:6379");
+	msg_warn("cannot renew %s", "job");
+	msg_info("acquired %s", "job");
+}
+
+static void
+progress(void)
+{
+	msg_progress("waiting for %s", "job");
+	msg_progress_end();
+	msg_info("acquired");
+}
+
+int
+main(void)
+{
+	char buf[64];
+
+	msg_set_level(MSG_NORMAL);
+	CHECK_STR(capture(all_three), "redlock-run: cannot connect to 10.0.0.5:6379\n"
+				      "redlock-run: cannot renew job\n");
+	msg_set_level(MSG_QUIET);
+	CHECK_STR(capture(all_three), "redlock-run: cannot connect to 10.0.0.5:6379\n");
+	msg_set_level(MSG_VERBOSE);
+	CHECK(msg_verbose());
+	CHECK_STR(capture(all_three), "redlock-run: cannot connect to 10.0.0.5:6379\n"
+				      "redlock-run: cannot renew job\n"
+				      "redlock-run: acquired job\n");
+	/* Off a terminal, progress is an ordinary line. */
+	CHECK(!msg_progress_live());
+	CHECK_STR(capture(progress), "redlock-run: waiting for job\nredlock-run: acquired\n");
+
+	CHECK_STR(msg_strerror(ECONNREFUSED, buf, sizeof(buf)), "connection refused");
+	CHECK_STR(msg_strerror(EIO, buf, sizeof(buf)), "input/output error");
+	CHECK_STR(msg_strerror(ENOENT, buf, sizeof(buf)), "no such file or directory");
+	return check_done("msg");
+}
