@@ -146,8 +146,14 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	/* vfork: nothing to copy for a child that is about to exec, which on some machines is
 	 * a tenth of a run. */
 	ch->pid = vfork();
-	if (ch->pid < 0)
+	if (ch->pid < 0) {
+		int err = errno;
+		if (ch->tty_fd >= 0)
+			close(ch->tty_fd);
+		ch->tty_fd = -1;
+		errno = err;
 		return -1;
+	}
 	if (ch->pid == 0)
 		run_command(argv, envp, sig, ch->tty_fd, parent, &exec_errno);
 	ch->pgid = ch->pid;
@@ -170,46 +176,57 @@ child_signal(const struct child *ch, int sig)
 	kill(-ch->pgid, sig);
 }
 
-/* Reaps whatever of ours has exited (orphans that came to us as subreaper). */
-static void
-reap_orphans(void)
+bool
+child_group_empty(const struct child *ch)
 {
+	/* Orphans of the command came to us (we are its subreaper): reap the ones that
+	 * exited, or they would count as members. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-}
-
-/* Waits up to `until` for the group to empty; true once it has. */
-static bool
-group_gone_by(pid_t pgid, int64_t until)
-{
-	for (;;) {
-		reap_orphans();
-		/* The pgid cannot be reused while a member is alive, and we look again within
-		 * milliseconds of the last one going. */
-		if (kill(-pgid, 0) < 0 && errno == ESRCH)
-			return true;
-		if (clock_now() >= until)
-			return false;
-		clock_sleep_until(time_min(until, clock_now() + 5 * NS_PER_MS), -1);
-	}
+	/* The pgid cannot be reused while a member is alive, and the next look comes within
+	 * milliseconds of the last one going. */
+	return kill(-ch->pgid, 0) < 0 && errno == ESRCH;
 }
 
 void
-child_finish(struct child *ch, int64_t grace)
+child_suspend(const struct child *ch)
+{
+	struct sigaction sa;
+
+	if (ch->tty_fd < 0)
+		return; /* not a job of a terminal: somebody stopped it on purpose */
+	tcsetpgrp(ch->tty_fd, getpgrp());
+	/* Stop the job the way the terminal would have: our whole process group, which may
+	 * be a script that ran us. SIGTSTP, which the guard ignores, unless it was ignored on
+	 * entry: then SIGSTOP, for us alone. */
+	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+		kill(0, SIGTSTP);
+	else
+		kill(getpid(), SIGSTOP);
+}
+
+void
+child_resume(const struct child *ch)
+{
+	/* Continued by fg, the terminal is ours to hand on again; by bg, it stays with the
+	 * shell. */
+	if (ch->tty_fd >= 0 && tcgetpgrp(ch->tty_fd) == getpgrp())
+		tcsetpgrp(ch->tty_fd, ch->pgid);
+	kill(-ch->pgid, SIGCONT);
+}
+
+void
+child_finish(struct child *ch, int death_signal)
 {
 	if (ch->tty_fd >= 0) {
 		tcsetpgrp(ch->tty_fd, getpgrp());
 		close(ch->tty_fd);
 		ch->tty_fd = -1;
-	}
-	if (ch->pgid > 0 && !group_gone_by(ch->pgid, 0)) {
-		msg_info("stopping what the command left running in its process group");
-		kill(-ch->pgid, SIGTERM);
-		kill(-ch->pgid, SIGCONT);
-		if (!group_gone_by(ch->pgid, clock_now() + grace)) {
-			kill(-ch->pgid, SIGKILL);
-			group_gone_by(ch->pgid, clock_now() + NS_PER_S);
-		}
+		/* Ctrl-C or Ctrl-\ reached only the command's group. When we are not the
+		 * job the shell started (a script that runs us is), the rest of that job gets
+		 * it too, as it would have without a group of the command's own. */
+		if (getpgrp() != getpid() && (death_signal == SIGINT || death_signal == SIGQUIT))
+			kill(0, death_signal);
 	}
 	/* The group is empty: the guard may go (it is reaped by child_free). */
 	if (ch->guard_fd >= 0) {

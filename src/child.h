@@ -14,12 +14,11 @@
 #include "signals.h"
 
 struct child {
-	pid_t pid;    /* the command */
-	pid_t pgid;   /* its process group, which it leads */
-	pid_t guard;  /* the guard */
-	int guard_fd; /* our end of the guard's pipe */
-	int tty_fd;   /* the terminal handed to the group while it runs, or -1 */
-	int wait_status;
+	pid_t pid;       /* the command */
+	pid_t pgid;      /* its process group, which it leads */
+	pid_t guard;     /* the guard */
+	int guard_fd;    /* our end of the guard's pipe */
+	int tty_fd;      /* the terminal handed to the group while it runs, or -1 */
 	int guard_error; /* why child_prepare failed */
 };
 
@@ -47,10 +46,21 @@ int child_spawn(struct child *ch, char *const argv[], char *const envp[],
 /* Sends sig to the command's whole process group. */
 void child_signal(const struct child *ch, int sig);
 
-/* After the command was reaped: the terminal goes back to redlock-run, whatever the command
- * left in its group gets SIGTERM and, grace later, SIGKILL, and the guard stands down.
- * Returns once the group is empty. */
-void child_finish(struct child *ch, int64_t grace);
+/* Whether nothing of the command's process group is left (reaping the orphans that came
+ * to us). */
+bool child_group_empty(const struct child *ch);
+
+/* The command was stopped from its terminal (Ctrl-Z): the terminal goes back to the shell
+ * and the job that ran us stops too, so that the shell sees it stopped. Returns once it
+ * is continued; then call child_resume. */
+void child_suspend(const struct child *ch);
+/* Continues the command, handing it the terminal again if we are in the foreground. */
+void child_resume(const struct child *ch);
+
+/* Once nothing of the command is left: the terminal goes back to redlock-run (and a tty
+ * signal that killed the command, death_signal, to the job that ran us), and the guard
+ * stands down. */
+void child_finish(struct child *ch, int death_signal);
 
 /* Sends away a guard that is still waiting (no command was started) and reaps it. */
 void child_free(struct child *ch);

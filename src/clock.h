@@ -31,6 +31,14 @@ clock_timespec(int64_t ns)
 	return ts;
 }
 
+/* t + d, saturating at TIME_NEVER: durations go up to ~292 years, and a deadline that far
+ * out simply never comes. d is never negative. */
+static inline int64_t
+time_add(int64_t t, int64_t d)
+{
+	return t > TIME_NEVER - d ? TIME_NEVER : t + d;
+}
+
 static inline int64_t
 time_min(int64_t a, int64_t b)
 {

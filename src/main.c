@@ -161,6 +161,7 @@ main(int argc, char *argv[])
 		break;
 	}
 	msg_set_level(o.verbosity);
+	msg_init();
 	if (o.status) {
 		int status = query_status(&o);
 		opts_free(&o);
@@ -192,7 +193,7 @@ main(int argc, char *argv[])
 	});
 	msg_info("the command ended with status %d after %s", out.status,
 		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)));
-	child_finish(&child, o.grace);
+	child_finish(&child, out.signal);
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
 	 * told to stop, and waited for only once the lock is given back. */
 	watchdog_stop(wd);

@@ -1,6 +1,7 @@
 #include "msg.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +12,18 @@
 #define CLEAR_LINE "\r\033[K"
 
 static enum msg_level level = MSG_NORMAL;
+static int out_fd = STDERR_FILENO;
 /* A progress line is on the terminal and has no newline yet (main thread only). */
 static bool progress_open;
+
+void
+msg_init(void)
+{
+	int fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd >= 0)
+		out_fd = fd;
+}
 
 void
 msg_set_level(enum msg_level l)
@@ -42,11 +53,9 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 		len = sizeof(line) - strlen(tail) - 1;
 	memcpy(line + len, tail, strlen(tail));
 	len += strlen(tail);
-	for (size_t off = 0; off < len;) {
-		ssize_t w = write(STDERR_FILENO, line + off, len - off);
-		if (w <= 0)
-			return;
-		off += (size_t)w;
+	/* A line that does not fit at once is cut rather than waited for (see msg_init). */
+	if (write(out_fd, line, len) < 0) {
+		/* Nothing better to do with a message that cannot be written. */
 	}
 }
 
@@ -128,7 +137,7 @@ msg_progress_live(void)
 void
 msg_progress_end(void)
 {
-	if (progress_open && write(STDERR_FILENO, CLEAR_LINE, strlen(CLEAR_LINE)) < 0) {
+	if (progress_open && write(out_fd, CLEAR_LINE, strlen(CLEAR_LINE)) < 0) {
 		/* Nothing sensible to do about a terminal that cannot be written. */
 	}
 	progress_open = false;

@@ -15,6 +15,13 @@ enum msg_level {
 	MSG_VERBOSE = 1, /* -v: what happens and how long it took */
 };
 
+/*
+ * From now on, messages go to a private, non-blocking copy of stderr: a terminal paused
+ * with Ctrl-S or a log pipe nobody reads then loses a message instead of holding up the
+ * one thread that stops the command when the lease runs out. (stderr itself stays as it
+ * is, for the command.) Without /proc, or for a socket, stderr is used as it is.
+ */
+void msg_init(void);
 void msg_set_level(enum msg_level level);
 bool msg_verbose(void);
 

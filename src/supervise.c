@@ -6,13 +6,16 @@
 #include <string.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
+
+/* How often a sweep looks whether the command's leftovers are gone: their deaths are not
+ * all reported to us (their parents may be leftovers too). */
+#define SWEEP_LOOK (5 * NS_PER_MS)
 
 enum stop_reason {
 	STOP_NONE,
@@ -21,19 +24,22 @@ enum stop_reason {
 };
 
 struct state {
-	int64_t lease_end;   /* when the lease stops being ours, on our clock */
-	int64_t renewed_at;  /* when the last good renewal (or the acquire) was sent */
-	int64_t max_hold_at; /* TIME_NEVER without --max-hold */
-	int64_t kill_at;     /* a SIGKILL is due then (TIME_NEVER: none) */
-	enum stop_reason stopping;
+	int64_t lease_end;         /* when the lease stops being ours, on our clock */
+	int64_t renewed_at;        /* when the last good renewal (or the acquire) was sent */
+	int64_t max_hold_at;       /* TIME_NEVER without --max-hold */
+	int64_t kill_at;           /* a SIGKILL is due then (TIME_NEVER: none) */
+	enum stop_reason stopping; /* why the command is being stopped, if it is */
 	bool lost;
 	bool gone;    /* the key is no longer ours: the lease protects nothing now */
 	bool failing; /* renewals are failing right now */
 	char last_error[512];
-	bool exited;
+	bool exited; /* the command was reaped */
 	int wait_status;
+	bool sweeping; /* what it left in its group was told to stop */
+	bool resumed;  /* the job was stopped and has been continued */
 };
 
+/* The words for what happens to the command when the lock is lost. */
 static const char *
 action(enum on_lost on_lost)
 {
@@ -47,22 +53,47 @@ action(enum on_lost on_lost)
 	}
 }
 
-/* Sends the first signal of a stop, and schedules the SIGKILL that follows it. */
+/* When renewals keep failing, SIGTERM goes out this long before the lease ends (and
+ * SIGKILL when it ends): at most TTL/3, so that a renewal that is merely due never counts
+ * as failing. With --on-lost ignore, nothing is sent at all. */
+static int64_t
+stop_lead(const struct supervision *s)
+{
+	return s->on_lost == ON_LOST_IGNORE ? 0 : time_min(s->grace, s->lock->ttl / 3);
+}
+
+/*
+ * Stops the command's group: SIGKILL at once, or SIGTERM now and SIGKILL at kill_at. The
+ * first reason given is the one the exit status tells; a SIGKILL always goes out.
+ */
 static void
 begin_stop(const struct supervision *s, struct state *st, enum stop_reason why, int sig,
 	   int64_t kill_at)
 {
-	if (st->stopping == STOP_NONE) {
+	if (st->stopping == STOP_NONE)
 		st->stopping = why;
-		child_signal(s->child, sig);
-		/* A stopped process acts on SIGTERM only once it runs again. */
-		if (sig != SIGKILL)
-			child_signal(s->child, SIGCONT);
-	}
-	if (sig != SIGKILL)
-		st->kill_at = time_min(st->kill_at, kill_at);
+	else if (sig != SIGKILL)
+		return;
+	child_signal(s->child, sig);
+	if (sig == SIGKILL)
+		return;
+	/* A stopped process acts on SIGTERM only once it runs again. */
+	child_signal(s->child, SIGCONT);
+	st->kill_at = time_min(st->kill_at, kill_at);
 }
 
+/* The lock is lost: does what --on-lost says, SIGKILL coming by kill_at at the latest. */
+static void
+act_on_loss(const struct supervision *s, struct state *st, int64_t kill_at)
+{
+	st->lost = true;
+	if (s->on_lost == ON_LOST_KILL)
+		begin_stop(s, st, STOP_LOST, SIGKILL, TIME_NEVER);
+	else if (s->on_lost == ON_LOST_TERM)
+		begin_stop(s, st, STOP_LOST, SIGTERM, kill_at);
+}
+
+/* A watchdog event. Signals go out before anything is said: a message never delays them. */
 static void
 on_event(const struct supervision *s, struct state *st, const struct watchdog_event *ev)
 {
@@ -90,8 +121,8 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	case WATCHDOG_LOST:
 		break;
 	}
-	st->lost = true;
 	st->gone = true;
+	act_on_loss(s, st, time_add(clock_now(), s->grace));
 	switch (ev->how) {
 	case LOCK_TAKEN:
 		msg_error("lost the lock on %s: it is held by %s now; %s", key,
@@ -108,39 +139,29 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 			  action(s->on_lost));
 		break;
 	}
-	if (s->on_lost == ON_LOST_KILL)
-		begin_stop(s, st, STOP_LOST, SIGKILL, TIME_NEVER);
-	else if (s->on_lost == ON_LOST_TERM)
-		begin_stop(s, st, STOP_LOST, SIGTERM, clock_now() + s->grace);
 }
 
 /* Acts on every deadline that has come. */
 static void
 on_time(const struct supervision *s, struct state *st, int64_t now)
 {
-	/* When renewals fail, SIGTERM goes out this long before the lease ends, and SIGKILL
-	 * at its end: both before the server can let the key expire. */
-	int64_t lead = time_min(s->grace, s->lock->ttl / 3);
 	char held[32], since[32];
 
-	if (st->stopping == STOP_NONE && now >= st->max_hold_at) {
+	if (!st->exited && st->stopping == STOP_NONE && now >= st->max_hold_at) {
+		begin_stop(s, st, STOP_MAX_HOLD, SIGTERM, time_add(now, s->grace));
 		msg_error("%s held for --max-hold %s; stopping the command", s->lock->key,
 			  duration_format(s->max_hold, held, sizeof(held)));
-		begin_stop(s, st, STOP_MAX_HOLD, SIGTERM, now + s->grace);
 	}
-	if (!st->lost && now >= st->lease_end - (s->on_lost == ON_LOST_IGNORE ? 0 : lead)) {
-		st->lost = true;
+	if (!st->lost && now >= st->lease_end - stop_lead(s)) {
+		act_on_loss(s, st, st->lease_end);
 		msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
 			  duration_format(now - st->renewed_at, since, sizeof(since)),
 			  st->last_error[0] ? st->last_error : "no answer yet", action(s->on_lost));
-		if (s->on_lost == ON_LOST_KILL)
-			begin_stop(s, st, STOP_LOST, SIGKILL, TIME_NEVER);
-		else if (s->on_lost == ON_LOST_TERM)
-			begin_stop(s, st, STOP_LOST, SIGTERM, st->lease_end);
 	}
-	/* Whatever the reason for stopping, the command never outlives a lease that may
-	 * still be ours; once the key is gone, the grace period is the user's to keep. */
-	if (st->stopping != STOP_NONE && !st->gone && s->on_lost != ON_LOST_IGNORE)
+	/* Whatever is being stopped, the command or what it left, never outlives a lease that
+	 * may still be ours; once the key is gone, the grace period is the user's to keep. */
+	if ((st->stopping != STOP_NONE || st->sweeping) && !st->gone &&
+	    s->on_lost != ON_LOST_IGNORE)
 		st->kill_at = time_min(st->kill_at, st->lease_end);
 	if (now >= st->kill_at) {
 		child_signal(s->child, SIGKILL);
@@ -153,35 +174,23 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 }
 
+/* The next moment on_time has something to do (TIME_NEVER: none), and while sweeping, the
+ * next look at the leftovers. */
 static int64_t
-next_deadline(const struct supervision *s, const struct state *st)
+next_deadline(const struct supervision *s, const struct state *st, int64_t now)
 {
-	int64_t lead = s->on_lost == ON_LOST_IGNORE ? 0 : time_min(s->grace, s->lock->ttl / 3);
 	int64_t t = time_min(st->kill_at, watchdog_due(s->watchdog));
 
-	if (st->stopping == STOP_NONE)
+	if (!st->exited && st->stopping == STOP_NONE)
 		t = time_min(t, st->max_hold_at);
 	if (!st->lost)
-		t = time_min(t, st->lease_end - lead);
+		t = time_min(t, st->lease_end - stop_lead(s));
+	if (st->sweeping)
+		t = time_min(t, now + SWEEP_LOOK);
 	return t;
 }
 
-/*
- * Ctrl-Z stopped the command: give the terminal back to the shell and stop as well, so
- * that the shell sees the job stopped; when it is continued, so is the command. (The
- * watchdog stops with us: a job stopped for longer than its lease loses the lock.)
- */
-static void
-job_stopped(const struct supervision *s)
-{
-	if (s->child->tty_fd < 0)
-		return;
-	tcsetpgrp(s->child->tty_fd, getpgrp());
-	kill(getpid(), SIGSTOP);
-	tcsetpgrp(s->child->tty_fd, s->child->pgid);
-	child_signal(s->child, SIGCONT);
-}
-
+/* Collects exited children: the command's status, and the stop of its terminal job. */
 static void
 reap(const struct supervision *s, struct state *st)
 {
@@ -193,13 +202,37 @@ reap(const struct supervision *s, struct state *st)
 			continue; /* the guard, or an orphan of the command */
 		if (WIFSTOPPED(status)) {
 			int sig = WSTOPSIG(status);
-			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-				job_stopped(s);
+			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+				/* The watchdog stops with us: a job stopped for longer than its
+				 * lease loses the lock, which on_time finds before the command is
+				 * continued. */
+				child_suspend(s->child);
+				st->resumed = true;
+			}
 			continue;
 		}
 		st->exited = true;
 		st->wait_status = status;
 	}
+}
+
+/*
+ * After the command's exit: whatever it left in its group is told to stop (SIGTERM, and
+ * SIGKILL after the grace period, but within the lease). True once the group is empty.
+ */
+static bool
+swept(const struct supervision *s, struct state *st, int64_t now)
+{
+	if (child_group_empty(s->child))
+		return true;
+	if (!st->sweeping) {
+		st->sweeping = true;
+		child_signal(s->child, SIGTERM);
+		child_signal(s->child, SIGCONT);
+		st->kill_at = time_min(st->kill_at, time_add(now, s->grace));
+		msg_info("stopping what the command left running in its process group");
+	}
+	return false;
 }
 
 /* Without a timer (none could be made), poll's own timeout stands in for it. */
@@ -217,26 +250,33 @@ supervise(const struct supervision *s)
 	struct state st = {
 		.renewed_at = s->lock->acquired_at,
 		.lease_end = lock_lease_deadline(s->lock, s->lock->acquired_at),
-		.max_hold_at = s->max_hold ? s->lock->acquired_at + s->max_hold : TIME_NEVER,
+		.max_hold_at =
+			s->max_hold ? time_add(s->lock->acquired_at, s->max_hold) : TIME_NEVER,
 		.kill_at = TIME_NEVER,
 	};
 	int timer = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	struct outcome out = { 0 };
 
 	reap(s, &st);
-	while (!st.exited) {
+	for (;;) {
 		struct pollfd p[3] = {
 			{ s->signals->fd, POLLIN, 0 },
 			{ watchdog_fd(s->watchdog), POLLIN, 0 },
 			{ timer, POLLIN, 0 },
 		};
-		int64_t next;
+		int64_t now = clock_now(), next;
 		struct watchdog_event ev;
 		uint64_t expirations;
 		int sig;
 
-		on_time(s, &st, clock_now());
-		next = next_deadline(s, &st);
+		on_time(s, &st, now);
+		if (st.resumed) {
+			st.resumed = false;
+			child_resume(s->child);
+		}
+		if (st.exited && swept(s, &st, now))
+			break;
+		next = next_deadline(s, &st, now);
 		if (timer >= 0) {
 			/* An absolute CLOCK_BOOTTIME timer fires on time across a suspend; a
 			 * zero value disarms it. */

@@ -21,7 +21,7 @@ struct supervision {
 	const struct lock *lock;
 	const struct signals *signals;
 	enum on_lost on_lost;
-	int64_t grace;    /* between SIGTERM and SIGKILL */
+	int64_t grace;    /* between SIGTERM and SIGKILL, for the command and its leftovers */
 	int64_t max_hold; /* 0: no limit */
 };
 
@@ -31,7 +31,8 @@ struct outcome {
 	bool lost;  /* the lock was lost while the command ran */
 };
 
-/* Runs until the command has exited; the command's group may still hold leftovers. */
+/* Runs until the command has exited and nothing it left in its process group is running:
+ * leftovers are stopped under the same lease. */
 struct outcome supervise(const struct supervision *s);
 
 #endif

@@ -172,3 +172,50 @@ teardown() {
 	run rcli_on fault exists job
 	assert_output 0 # ...and it was released
 }
+
+@test "stderr that nobody reads never holds up stopping the command" {
+	mkfifo "$dir/stderr"
+	exec 5<>"$dir/stderr"       # a pipe nobody drains...
+	head -c 65536 /dev/zero >&5 # ...and full
+	"$RR" -t 600ms job -c "echo ready > $dir/ready; exec sleep 30" 2>&5 &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	rcli_on fault del job >/dev/null
+	deleted=$(now_ms)
+	reap "$p"
+	exec 5>&-
+	assert_equal "$status" 76
+	(($(now_ms) - deleted < 1500))
+}
+
+@test "what the command leaves behind is stopped within the lease, not after --grace" {
+	"$RR" -t 1s --grace 10s job -c "sh -c 'trap \"\" TERM; echo \$\$ > $dir/leftover; exec sleep 30' &
+		while [ ! -s $dir/leftover ]; do sleep 0.01; done" 2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/leftover"
+	sleep 0.1 # the command has exited; its leftover ignores SIGTERM
+	kill -STOP "$(redis_pid fault)"
+	frozen=$(now_ms)
+	wait_until 3 gone "$(cat "$dir/leftover")"
+	# killed when the lease (1s from the last renewal) ran out, not 10s later
+	(($(now_ms) - frozen < 1500))
+	reap "$p"
+	kill -CONT "$(redis_pid fault)"
+	assert_equal "$status" 76
+	run cat "$dir/err"
+	assert_output --partial "lost the lock on job: no renewal for"
+}
+
+@test "--on-lost kill during a --max-hold stop: SIGKILL at once" {
+	"$RR" -t 3s --max-hold 500ms --grace 10s --on-lost kill job -c \
+		"trap '' TERM; echo ready > $dir/ready; sleep 30" 2>/dev/null &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	sleep 0.7 # --max-hold has sent SIGTERM, which the command ignores
+	rcli_on fault del job >/dev/null
+	deleted=$(now_ms)
+	reap "$p"
+	assert_equal "$status" 76
+	# the renewal at 1s finds the key gone: SIGKILL then, not at the lease's end (3s)
+	(($(now_ms) - deleted < 1200))
+}

@@ -171,12 +171,25 @@ EOT
 	assert_output "after:next"
 }
 
-@test "Ctrl-Z stops the command and redlock-run with it; fg continues both" {
+# interactive_shell: an interactive bash on a pseudo-terminal, with job control; what is
+# written to fd 4 is typed at it. Its pid is left in $shell.
+interactive_shell() {
 	mkfifo "$dir/keys"
 	env --default-signal=INT,TSTP,TTIN,TTOU script -qfec "bash --norc --noprofile -i" /dev/null \
 		<"$dir/keys" >"$dir/screen" &
-	p=$!
+	shell=$!
 	exec 4>"$dir/keys"
+}
+
+# state PID: the process's state letter (S, T, Z...).
+state() {
+	local s
+	read -r _ _ s _ <"/proc/$1/stat" && echo "$s"
+}
+
+@test "Ctrl-Z stops the command and redlock-run with it; fg continues both" {
+	interactive_shell
+	p=$shell
 	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 30" >&4
 	wait_until 5 test -s "$dir/command"
 	command=$(cat "$dir/command")
@@ -201,4 +214,62 @@ EOT
 	assert_output 130
 	run rcli exists job
 	assert_output 0
+}
+
+@test "after Ctrl-Z, bg leaves the terminal with the shell" {
+	interactive_shell
+	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 30" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	printf '\032' >&4 # Ctrl-Z
+	printf 'bg\n' >&4
+	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
+	# the shell still reads its terminal: it was not left in the background
+	printf 'echo still-here > %s/here\n' "$dir" >&4
+	wait_until 5 test -s "$dir/here"
+	printf 'kill %%1; exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+	wait_until 5 gone "$command"
+}
+
+@test "in a script run from a terminal, Ctrl-C stops the script too, as with flock" {
+	interactive_shell
+	printf 'bash -c %q\n' \
+		"$RR job -- sh -c 'echo \$\$ > $dir/command; exec sleep 30'; echo continued > $dir/continued" \
+		>&4
+	wait_until 5 test -s "$dir/command"
+	printf '\003' >&4 # Ctrl-C
+	printf 'echo $? > %s/status\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+	run cat "$dir/status"
+	assert_output 130
+	[ ! -e "$dir/continued" ]
+}
+
+@test "in a script run from a terminal, Ctrl-Z stops the whole job and fg continues it" {
+	interactive_shell
+	# two commands, so that bash forks: redlock-run is a member of the job, not its leader
+	printf 'bash -c %q\n' \
+		"$RR job -- sh -c 'echo \$\$ > $dir/command; exec sleep 30'; echo continued > $dir/continued" \
+		>&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	printf '\032' >&4 # Ctrl-Z
+	printf 'echo back > %s/back\n' "$dir" >&4
+	wait_until 5 test -s "$dir/back"
+	assert_equal "$(state "$command")" T
+	printf 'fg\n' >&4
+	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
+	printf '\003' >&4 # Ctrl-C
+	printf 'echo $? > %s/status; exit\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	exec 4>&-
+	reap "$shell"
+	run cat "$dir/status"
+	assert_output 130
+	[ ! -e "$dir/continued" ]
 }

@@ -63,12 +63,13 @@ main(void)
 	 * and each runs in a process group of its own. */
 	struct signals s;
 	struct child ch;
+	int status;
 	CHECK_INT(signals_init(&s), 0);
 	child_init(&ch);
 	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "/nonexistent/command", NULL }, env, &s), 0);
-	waitpid(ch.pid, &ch.wait_status, 0);
-	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_NOT_FOUND);
+	waitpid(ch.pid, &status, 0);
+	CHECK_INT(child_exit_status(status, &sig), STATUS_NOT_FOUND);
 	child_finish(&ch, 0);
 	child_free(&ch);
 	char plain[] = "/tmp/redlock-test-plain.XXXXXX";
@@ -77,8 +78,8 @@ main(void)
 	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ plain, NULL }, env, &s), 0);
 	unlink(plain);
-	waitpid(ch.pid, &ch.wait_status, 0);
-	CHECK_INT(child_exit_status(ch.wait_status, &sig), STATUS_CANNOT_EXEC);
+	waitpid(ch.pid, &status, 0);
+	CHECK_INT(child_exit_status(status, &sig), STATUS_CANNOT_EXEC);
 	child_finish(&ch, 0);
 	child_free(&ch);
 	child_init(&ch);
@@ -88,8 +89,8 @@ main(void)
 		  0);
 	CHECK(ch.pgid != getpgrp());
 	CHECK_INT(getpgid(ch.pid) == ch.pgid || getpgid(ch.pid) < 0, 1);
-	waitpid(ch.pid, &ch.wait_status, 0);
-	CHECK_INT(child_exit_status(ch.wait_status, &sig), 3);
+	waitpid(ch.pid, &status, 0);
+	CHECK_INT(child_exit_status(status, &sig), 3);
 	child_finish(&ch, 0);
 	child_free(&ch);
 	CHECK_INT(kill(-ch.pgid, 0), -1);                /* the group is empty */
