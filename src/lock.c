@@ -200,7 +200,7 @@ lock_free(struct lock *l)
 int64_t
 lock_lease_deadline(const struct lock *l, int64_t sent)
 {
-	return sent + l->ttl - (l->ttl / 100 + 2 * NS_PER_MS);
+	return time_add(sent, l->ttl - (l->ttl / 100 + 2 * NS_PER_MS));
 }
 
 /* A script call: EVALSHA <digest> <numkeys> <keys...> <args...>, or EVAL with the text. */
@@ -412,7 +412,7 @@ settle_interrupted(struct lock *l, struct conn *c)
 static int64_t
 give_up_point(const struct lock *l, int64_t unsure_since, int64_t wait, int64_t wait_deadline)
 {
-	int64_t t = time_min(unsure_since + l->ttl, wait_deadline);
+	int64_t t = time_min(time_add(unsure_since, l->ttl), wait_deadline);
 
 	return wait == 0 ? time_min(t, unsure_since + l->io_timeout) : t;
 }
@@ -422,10 +422,10 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 	     void *arg)
 {
 	int64_t start = clock_now();
-	int64_t wait_deadline = wait == LOCK_WAIT_FOREVER ? TIME_NEVER : start + wait;
+	int64_t wait_deadline = wait == LOCK_WAIT_FOREVER ? TIME_NEVER : time_add(start, wait);
 	/* With -w, Redis may take a little longer than the wait to answer the last attempt,
 	 * made as the wait runs out; no more. */
-	int64_t io_deadline_cap = wait > 0 ? wait_deadline + LOCK_LAST_ANSWER : TIME_NEVER;
+	int64_t io_deadline_cap = wait > 0 ? time_add(wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
 	int64_t unsure_since = -1; /* when a request whose outcome we do not know was sent */
 	char ttl[24], handoff[24], holder[LOCK_HOLDER_MAX], left[32], shown[LOCK_HOLDER_MAX] = "";
 	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,

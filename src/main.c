@@ -51,7 +51,7 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 	for (;;) {
 		int64_t wait = o->wait;
 		if (wait > 0)
-			wait = time_max(0, start + o->wait - clock_now());
+			wait = time_max(0, time_add(start, o->wait) - clock_now());
 		switch (lock_acquire(l, c, wait, sig->fd, prepare_guard, ch)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;

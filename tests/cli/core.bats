@@ -323,3 +323,17 @@ EOF_CASES
 	assert_success
 	assert_output --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+$'
 }
+
+@test "durations of centuries mean a very long time, not an overflow" {
+	"$RR" job -c "echo ready > $BATS_TEST_TMPDIR/ready; sleep 2" &
+	holder=$!
+	wait_until 5 test -s "$BATS_TEST_TMPDIR/ready"
+	start=$(now_ms)
+	run timeout 1 "$RR" -w 2562047h job -- echo never
+	assert_equal "$status" 124 # still waiting when timeout(1) ended it
+	(($(now_ms) - start >= 900))
+	reap "$holder"
+	run "$RR" --max-hold 2562047h -t 2562047h job -- echo ran
+	assert_success
+	assert_output ran
+}
