@@ -26,6 +26,8 @@ struct conn {
 	redisReader *reader;
 	char *out; /* formatted commands not yet written */
 	size_t out_len, out_sent;
+	struct sockaddr_storage last; /* the TCP address that worked last */
+	socklen_t last_len;
 	char address[300];
 	char error[512];
 };
@@ -51,6 +53,18 @@ conn_new(const struct redis_url *url)
 	c->fd = -1;
 	url_address(url, c->address, sizeof(c->address));
 	return c;
+}
+
+struct conn *
+conn_new_like(const struct conn *c)
+{
+	struct conn *n = conn_new(c->url);
+
+	if (n) {
+		n->last = c->last;
+		n->last_len = c->last_len;
+	}
+	return n;
 }
 
 void
@@ -143,9 +157,10 @@ wait_fd(int fd, short events, int64_t deadline, int intr_fd, short *revents)
 	}
 }
 
-/* Connects fd to addr (non-blocking) by the deadline; 0, or -1 with errno set. */
+/* Connects fd to addr (non-blocking) by the deadline, unless intr_fd becomes readable
+ * first; 0, or -1 with errno set (EINTR when interrupted). */
 static int
-connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline)
+connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline, int intr_fd)
 {
 	int err = 0;
 	socklen_t errlen = sizeof(err);
@@ -153,13 +168,18 @@ connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline)
 
 	if (connect(fd, addr, len) == 0)
 		return 0;
-	if (errno != EINPROGRESS && errno != EAGAIN)
+	/* Only TCP is ever in progress: a Unix socket whose listener's backlog is full says
+	 * EAGAIN, and is not connected. */
+	if (errno != EINPROGRESS)
 		return -1;
-	switch (wait_fd(fd, POLLOUT, deadline, -1, &revents)) {
+	switch (wait_fd(fd, POLLOUT, deadline, intr_fd, &revents)) {
 	case CONN_OK:
 		break;
 	case CONN_TIMEOUT:
 		errno = ETIMEDOUT;
+		return -1;
+	case CONN_INTERRUPTED:
+		errno = EINTR;
 		return -1;
 	default:
 		return -1;
@@ -173,33 +193,45 @@ connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline)
 	return 0;
 }
 
+/* The outcome of a connect that failed with errno. */
 static enum conn_result
-connect_unix(struct conn *c, int64_t deadline)
+connect_failed(struct conn *c, int err)
+{
+	if (err == EINTR)
+		return fail(c, CONN_INTERRUPTED, "interrupted while connecting to %s", c->address);
+	return fail_errno(c, "cannot connect to", err);
+}
+
+static enum conn_result
+connect_unix(struct conn *c, int64_t deadline, int intr_fd)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return fail_errno(c, "cannot connect to", errno);
+		return connect_failed(c, errno);
 	/* url_parse made sure the path fits. */
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->url->path);
-	if (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline) < 0) {
+	if (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline, intr_fd) < 0) {
 		int err = errno;
 		close(fd);
-		return fail_errno(c, "cannot connect to", err);
+		return connect_failed(c, err);
 	}
 	c->fd = fd;
 	return CONN_OK;
 }
 
+/* A TCP connection to addr, remembered as the one to try first next time; the fd, or -1
+ * with errno set. */
 static int
-connect_tcp_addr(const struct sockaddr *addr, socklen_t len, int64_t deadline)
+connect_tcp_addr(struct conn *c, const struct sockaddr *addr, socklen_t len, int64_t deadline,
+		 int intr_fd)
 {
 	int one = 1, fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
-	if (connect_by(fd, addr, len, deadline) < 0) {
+	if (connect_by(fd, addr, len, deadline, intr_fd) < 0) {
 		int err = errno;
 		close(fd);
 		errno = err;
@@ -207,51 +239,68 @@ connect_tcp_addr(const struct sockaddr *addr, socklen_t len, int64_t deadline)
 	}
 	/* Requests are small and each waits for its reply: never let Nagle hold one back. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (addr != (struct sockaddr *)&c->last && len <= sizeof(c->last)) {
+		memcpy(&c->last, addr, len);
+		c->last_len = len;
+	}
 	return fd;
 }
 
 static enum conn_result
-connect_tcp(struct conn *c, int64_t deadline)
+connect_tcp(struct conn *c, int64_t deadline, int intr_fd)
 {
 	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(c->url->port) };
 	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(c->url->port) };
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *list;
 	char port[8];
-	int fd = -1, err = 0, gai;
+	int fd = -1, gai;
 
-	/* An address literal needs no resolver: no NSS, no DNS, no /etc/hosts. */
-	if (inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1)
-		fd = connect_tcp_addr((struct sockaddr *)&in4, sizeof(in4), deadline);
-	else if (inet_pton(AF_INET6, c->url->host, &in6.sin6_addr) == 1)
-		fd = connect_tcp_addr((struct sockaddr *)&in6, sizeof(in6), deadline);
-	else {
+	/* The address that worked last time comes first: reconnecting, or the watchdog's
+	 * connection (see conn_new_like), needs no resolver. */
+	if (c->last_len > 0) {
+		fd = connect_tcp_addr(c, (struct sockaddr *)&c->last, c->last_len, deadline,
+				      intr_fd);
+		if (fd < 0 && errno == EINTR)
+			return connect_failed(c, errno);
+	}
+	/* An address literal needs no resolver either: no NSS, no DNS, no /etc/hosts. */
+	if (fd < 0 && inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1)
+		fd = connect_tcp_addr(c, (struct sockaddr *)&in4, sizeof(in4), deadline, intr_fd);
+	else if (fd < 0 && inet_pton(AF_INET6, c->url->host, &in6.sin6_addr) == 1)
+		fd = connect_tcp_addr(c, (struct sockaddr *)&in6, sizeof(in6), deadline, intr_fd);
+	else if (fd < 0) {
 		snprintf(port, sizeof(port), "%u", c->url->port);
 		gai = getaddrinfo(c->url->host, port, &hints, &list);
-		if (gai != 0)
+		if (gai != 0) {
+			char buf[128];
 			return fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
-				    gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+				    gai == EAI_SYSTEM ? msg_strerror(errno, buf, sizeof(buf))
+						      : gai_strerror(gai));
+		}
 		for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
-			fd = connect_tcp_addr(ai->ai_addr, ai->ai_addrlen, deadline);
-			err = errno;
-			if (err == ETIMEDOUT)
+			fd = connect_tcp_addr(c, ai->ai_addr, ai->ai_addrlen, deadline, intr_fd);
+			if (fd < 0 && (errno == ETIMEDOUT || errno == EINTR))
 				break;
 		}
+		gai = errno;
 		freeaddrinfo(list);
-		errno = err;
+		errno = gai;
 	}
 	if (fd < 0)
-		return fail_errno(c, "cannot connect to", errno);
+		return connect_failed(c, errno);
 	c->fd = fd;
 	return CONN_OK;
 }
 
 /* Checks one handshake reply; what names the step for the message. */
 static enum conn_result
-expect_ok(struct conn *c, int64_t deadline, const char *what)
+expect_ok(struct conn *c, int64_t deadline, int intr_fd, const char *what)
 {
 	struct reply *r;
-	enum conn_result res = conn_recv(c, &r, deadline, -1);
+	enum conn_result res = conn_recv(c, &r, deadline, intr_fd);
 
+	if (res == CONN_INTERRUPTED)
+		return fail(c, res, "interrupted while connecting to %s", c->address);
 	if (res != CONN_OK)
 		return res;
 	if (reply_type(r) == REPLY_ERROR) {
@@ -264,7 +313,7 @@ expect_ok(struct conn *c, int64_t deadline, const char *what)
 }
 
 enum conn_result
-conn_open(struct conn *c, int64_t deadline)
+conn_open(struct conn *c, int64_t deadline, int intr_fd)
 {
 	const struct redis_url *u = c->url;
 	enum conn_result res;
@@ -274,7 +323,8 @@ conn_open(struct conn *c, int64_t deadline)
 	if (u->scheme == URL_TLS)
 		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
 			    c->address);
-	res = u->scheme == URL_UNIX ? connect_unix(c, deadline) : connect_tcp(c, deadline);
+	res = u->scheme == URL_UNIX ? connect_unix(c, deadline, intr_fd)
+				    : connect_tcp(c, deadline, intr_fd);
 	if (res != CONN_OK)
 		return res;
 	if (!(c->reader = redisReaderCreate()))
@@ -295,26 +345,26 @@ conn_open(struct conn *c, int64_t deadline)
 		argv[argc] = password;
 		lens[argc++] = strlen(password);
 		if (conn_send(c, argc, argv, lens) < 0)
-			return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+			return CONN_FAILED;
 	}
 	if (u->db) {
 		char db[16];
 		snprintf(db, sizeof(db), "%d", u->db);
 		if (conn_send(c, 2, (const char *[]){ "SELECT", db }, (size_t[]){ 6, strlen(db) }) <
 		    0)
-			return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+			return CONN_FAILED;
 	}
 	if (u->user || u->password) {
 		if (u->user)
 			snprintf(what, sizeof(what), "authentication as '%s' refused by", u->user);
 		else
 			snprintf(what, sizeof(what), "authentication refused by");
-		if ((res = expect_ok(c, deadline, what)) != CONN_OK)
+		if ((res = expect_ok(c, deadline, intr_fd, what)) != CONN_OK)
 			return res;
 	}
 	if (u->db) {
 		snprintf(what, sizeof(what), "cannot select db %d on", u->db);
-		if ((res = expect_ok(c, deadline, what)) != CONN_OK)
+		if ((res = expect_ok(c, deadline, intr_fd, what)) != CONN_OK)
 			return res;
 	}
 	return CONN_OK;
@@ -345,11 +395,14 @@ conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 	int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
 	char *grown;
 
-	if (len < 0)
+	if (len < 0) {
+		fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
 		return -1;
+	}
 	grown = realloc(c->out, c->out_len + (size_t)len);
 	if (!grown) {
 		redisFreeCommand(cmd);
+		fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
 		return -1;
 	}
 	memcpy(grown + c->out_len, cmd, (size_t)len);
@@ -427,7 +480,7 @@ conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd, i
 	if (c->fd < 0)
 		return fail(c, CONN_FAILED, "not connected to %s", c->address);
 	if (conn_send(c, argc, argv, argvlen) < 0)
-		return fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
+		return CONN_FAILED;
 	return conn_recv(c, reply, deadline, intr_fd);
 }
 

@@ -21,25 +21,30 @@ enum conn_result {
 	CONN_OK,
 	CONN_FAILED,      /* could not connect, or the connection broke: it is closed */
 	CONN_TIMEOUT,     /* the deadline passed (a request may have landed): it is closed */
-	CONN_INTERRUPTED, /* intr_fd became readable first: replies still pending, it stays open */
+	CONN_INTERRUPTED, /* intr_fd became readable first: conn_recv leaves it open, with the
+			   * replies pending; conn_open closes it */
 	CONN_REFUSED,     /* conn_open: the server refused AUTH or SELECT: it is closed */
 };
 
 /* A closed connection to url, which must outlive it. NULL when out of memory. */
 struct conn *conn_new(const struct redis_url *url);
+/* Another closed connection to the same server, which will try the address c last
+ * connected to before resolving the host name again. */
+struct conn *conn_new_like(const struct conn *c);
 void conn_free(struct conn *c);
 
 /*
  * (Re)connects, then authenticates and selects the db when the URL asks for them: both are
  * answered before conn_open returns, so nothing else can run as the wrong user or in the
- * wrong db. Host names that are address literals are never looked up.
+ * wrong db. Address literals are never looked up, nor is a host name that was connected
+ * to before. Gives up at the deadline, or as soon as intr_fd (-1 for none) is readable.
  */
-enum conn_result conn_open(struct conn *c, int64_t deadline);
+enum conn_result conn_open(struct conn *c, int64_t deadline, int intr_fd);
 bool conn_is_open(const struct conn *c);
 void conn_close(struct conn *c);
 
 /* Sends one command on an open connection, as far as the socket takes it without waiting
- * (conn_recv sends the rest); -1 when out of memory. */
+ * (conn_recv sends the rest); -1 when out of memory (then the connection is closed). */
 int conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen);
 
 /*

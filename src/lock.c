@@ -1,5 +1,6 @@
 #include "lock.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -213,25 +214,26 @@ struct call {
 };
 
 static void
-call_init(struct call *k, struct script *s, int nkeys, int nargs, const char *const *args)
+call_init(struct call *call, struct script *s, int nkeys, int nargs, const char *const *args)
 {
-	snprintf(k->numkeys, sizeof(k->numkeys), "%d", nkeys);
-	k->script = s;
-	k->argc = 0;
-	k->argv[k->argc++] = "EVALSHA";
-	k->argv[k->argc++] = s->sha;
-	k->argv[k->argc++] = k->numkeys;
-	for (int i = 0; i < nargs && k->argc < (int)ARRAY_LEN(k->argv); i++)
-		k->argv[k->argc++] = args[i];
-	for (int i = 0; i < k->argc; i++)
-		k->lens[i] = strlen(k->argv[i]);
+	assert(nargs + 3 <= (int)ARRAY_LEN(call->argv));
+	snprintf(call->numkeys, sizeof(call->numkeys), "%d", nkeys);
+	call->script = s;
+	call->argc = 0;
+	call->argv[call->argc++] = "EVALSHA";
+	call->argv[call->argc++] = s->sha;
+	call->argv[call->argc++] = call->numkeys;
+	for (int i = 0; i < nargs; i++)
+		call->argv[call->argc++] = args[i];
+	for (int i = 0; i < call->argc; i++)
+		call->lens[i] = strlen(call->argv[i]);
 }
 
 /* Sends the call by the script's digest. */
 static enum conn_result
-call_send(struct conn *c, struct call *k)
+call_send(struct conn *c, struct call *call)
 {
-	return conn_send(c, k->argc, k->argv, k->lens) < 0 ? CONN_FAILED : CONN_OK;
+	return conn_send(c, call->argc, call->argv, call->lens) < 0 ? CONN_FAILED : CONN_OK;
 }
 
 /*
@@ -239,7 +241,7 @@ call_send(struct conn *c, struct call *k)
  * it yet (NOSCRIPT: a fresh or restarted server), which also caches it there.
  */
 static enum conn_result
-call_recv(struct conn *c, struct call *k, int64_t deadline, int intr_fd, struct reply **reply)
+call_recv(struct conn *c, struct call *call, int64_t deadline, int intr_fd, struct reply **reply)
 {
 	enum conn_result res = conn_recv(c, reply, deadline, intr_fd);
 
@@ -247,24 +249,25 @@ call_recv(struct conn *c, struct call *k, int64_t deadline, int intr_fd, struct 
 	    strncmp(reply_string(*reply, NULL), "NOSCRIPT", 8) != 0)
 		return res;
 	reply_free(*reply);
-	k->argv[0] = "EVAL";
-	k->argv[1] = k->script->text;
-	k->lens[0] = 4;
-	k->lens[1] = strlen(k->script->text);
-	return conn_call(c, reply, deadline, intr_fd, k->argc, k->argv, k->lens);
+	call->argv[0] = "EVAL";
+	call->argv[1] = call->script->text;
+	call->lens[0] = 4;
+	call->lens[1] = strlen(call->script->text);
+	return conn_call(c, reply, deadline, intr_fd, call->argc, call->argv, call->lens);
 }
 
-/* Runs a script; args holds the nkeys keys, then the other arguments. */
+/* Runs a script, by digest and if need be by text; args holds the nkeys keys, then the
+ * other arguments. */
 static enum conn_result
 eval(struct conn *c, struct script *s, int nkeys, int nargs, const char *const *args,
      int64_t deadline, int intr_fd, struct reply **reply)
 {
-	struct call k;
+	struct call call;
 
-	call_init(&k, s, nkeys, nargs, args);
-	if (call_send(c, &k) != CONN_OK)
-		return conn_recv(c, reply, deadline, intr_fd); /* says why */
-	return call_recv(c, &k, deadline, intr_fd, reply);
+	call_init(&call, s, nkeys, nargs, args);
+	if (call_send(c, &call) != CONN_OK)
+		return CONN_FAILED;
+	return call_recv(c, &call, deadline, intr_fd, reply);
 }
 
 static void
@@ -383,6 +386,24 @@ wait_for_release(struct lock *l, struct conn *c, int64_t until, int intr_fd)
 	return res;
 }
 
+/* What lock_acquire carries from one attempt to the next. */
+struct acquisition {
+	int64_t wait;          /* as asked: 0 (-n), ns, or LOCK_WAIT_FOREVER */
+	int64_t wait_deadline; /* when waiting ends */
+	int64_t io_cap;        /* no request may outlast this */
+	int64_t unsure_since;  /* when a request whose outcome we do not know went out, or -1 */
+	int64_t pause;         /* how long to pause before asking about it again */
+	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
+};
+
+/* Records why we stopped with a request unanswered: a lock it took expires by itself. */
+static void
+set_unsure_error(struct lock *l, const char *why)
+{
+	set_error(l, "%s; if the lock was taken, it expires within %lldms", why,
+		  (long long)(l->ttl / NS_PER_MS));
+}
+
 /*
  * The acquire request is in flight and we must stop (a signal). Its answer comes within a
  * round trip unless the server is stuck: wait that long, and give back a lock it took.
@@ -394,9 +415,8 @@ settle_interrupted(struct lock *l, struct conn *c)
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
 
 	if (conn_recv(c, &r, deadline, -1) != CONN_OK) {
-		msg_warn("no answer from %s to the last attempt on %s; if it took the lock, the "
-			 "lock expires within %lldms",
-			 conn_address(c), l->key, (long long)(l->ttl / NS_PER_MS));
+		set_unsure_error(l, "no answer to the last attempt");
+		msg_warn("%s", l->error);
 		return;
 	}
 	if (parse_acquire(l, c, r) == REPLY_ACQUIRED)
@@ -410,116 +430,166 @@ settle_interrupted(struct lock *l, struct conn *c)
  * request may take.
  */
 static int64_t
-give_up_point(const struct lock *l, int64_t unsure_since, int64_t wait, int64_t wait_deadline)
+give_up_point(const struct lock *l, const struct acquisition *q)
 {
-	int64_t t = time_min(time_add(unsure_since, l->ttl), wait_deadline);
+	int64_t t = time_min(time_add(q->unsure_since, l->ttl), q->io_cap);
 
-	return wait == 0 ? time_min(t, unsure_since + l->io_timeout) : t;
+	return q->wait == 0 ? time_min(t, q->unsure_since + l->io_timeout) : t;
+}
+
+/*
+ * One attempt: (re)connects, sends the acquire script (calling *meanwhile, once, as soon as
+ * it is on its way) and reads the answer into l and *a. *sent is when the request went
+ * out; *sending tells whether it did (a failed connect sends nothing).
+ */
+static enum conn_result
+attempt(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd,
+	void (**meanwhile)(void *), void *arg, int64_t *sent, bool *sending, enum acquire_reply *a)
+{
+	char ttl[24], handoff[24];
+	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
+				l->value, ttl,          NULL };
+	struct call call;
+	struct reply *r;
+	enum conn_result res;
+
+	*sent = clock_now();
+	*sending = false;
+	if (!conn_is_open(c)) {
+		res = conn_open(c, time_min(*sent + l->io_timeout, q->io_cap), intr_fd);
+		if (res != CONN_OK)
+			return res;
+		*sent = clock_now();
+	}
+	ttl_ms(l, ttl, sizeof(ttl));
+	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
+	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
+	args[6] = q->wait != 0 && *sent < q->wait_deadline ? handoff : "0";
+	call_init(&call, &script_acquire, 4, 7, args);
+	*sending = true;
+	res = call_send(c, &call);
+	if (*meanwhile) {
+		(*meanwhile)(arg);
+		*meanwhile = NULL;
+	}
+	if (res == CONN_OK)
+		res = call_recv(c, &call, time_min(*sent + l->io_timeout, q->io_cap), intr_fd, &r);
+	if (res == CONN_OK) {
+		*a = parse_acquire(l, c, r);
+		reply_free(r);
+	}
+	return res;
+}
+
+/*
+ * A request may have landed without our hearing of it: ask again with the same value
+ * (which settles it) after a pause that doubles each time, until any lock it took must
+ * have expired anyway. LOCK_ACQUIRED means "ask again"; otherwise, how to end.
+ */
+static enum lock_result
+ask_again(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
+{
+	int64_t give_up = give_up_point(l, q);
+
+	if (clock_now() >= give_up) {
+		set_unsure_error(l, conn_error(c));
+		return LOCK_UNAVAILABLE;
+	}
+	q->pause = q->pause ? time_min(2 * q->pause, time_max(l->ttl / 10, 10 * NS_PER_MS))
+			    : 10 * NS_PER_MS;
+	msg_info("%s; asking again", conn_error(c));
+	if (clock_sleep_until(time_min(clock_now() + q->pause, give_up), intr_fd) < 0) {
+		set_unsure_error(l, "interrupted");
+		msg_warn("%s", l->error);
+		return LOCK_INTERRUPTED;
+	}
+	return LOCK_ACQUIRED;
+}
+
+/*
+ * Another holds the lock: says so (a live line is redrawn at every attempt, a log names
+ * each holder once) and waits for the release to wake us. LOCK_ACQUIRED means "try
+ * again"; otherwise, how to end.
+ */
+static enum lock_result
+wait_turn(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
+{
+	char holder[LOCK_HOLDER_MAX], left[32];
+	enum conn_result res;
+
+	if (msg_progress_live() || strcmp(q->shown, l->holder) != 0)
+		msg_progress("waiting for %s (held by %s, %s left)", l->key,
+			     lock_describe_holder(l->holder, holder, sizeof(holder)),
+			     l->holder_ttl >= 0 ? duration_format(l->holder_ttl, left, sizeof(left))
+						: "no expiry");
+	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);
+	/* A live line is redrawn every second. */
+	res = wait_for_release(l, c,
+			       msg_progress_live()
+				       ? time_min(q->wait_deadline, clock_now() + NS_PER_S)
+				       : q->wait_deadline,
+			       intr_fd);
+	if (res == CONN_INTERRUPTED)
+		return LOCK_INTERRUPTED;
+	if (res == CONN_REFUSED)
+		return LOCK_UNAVAILABLE;
+	/* Woken, timed out, or the connection broke (the next attempt reconnects): in every
+	 * case, try again. */
+	return LOCK_ACQUIRED;
 }
 
 enum lock_result
 lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*meanwhile)(void *),
 	     void *arg)
 {
-	int64_t start = clock_now();
-	int64_t wait_deadline = wait == LOCK_WAIT_FOREVER ? TIME_NEVER : time_add(start, wait);
+	struct acquisition q = {
+		.wait = wait,
+		.wait_deadline =
+			wait == LOCK_WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
+		.unsure_since = -1,
+	};
+	enum lock_result out = LOCK_ACQUIRED;
+
 	/* With -w, Redis may take a little longer than the wait to answer the last attempt,
 	 * made as the wait runs out; no more. */
-	int64_t io_deadline_cap = wait > 0 ? time_add(wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
-	int64_t unsure_since = -1; /* when a request whose outcome we do not know was sent */
-	char ttl[24], handoff[24], holder[LOCK_HOLDER_MAX], left[32], shown[LOCK_HOLDER_MAX] = "";
-	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
-				l->value, ttl,          NULL };
+	q.io_cap = wait > 0 ? time_add(q.wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
+	while (out == LOCK_ACQUIRED) {
+		int64_t sent;
+		bool sending;
+		enum acquire_reply a = REPLY_REFUSED;
+		enum conn_result res =
+			attempt(l, c, &q, intr_fd, &meanwhile, arg, &sent, &sending, &a);
 
-	ttl_ms(l, ttl, sizeof(ttl));
-	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	for (;;) {
-		int64_t sent = clock_now();
-		struct reply *r;
-		struct call k;
-		enum conn_result res;
-		enum acquire_reply a;
-
-		if (!conn_is_open(c)) {
-			res = conn_open(c, time_min(sent + l->io_timeout, io_deadline_cap));
-			if (res != CONN_OK && unsure_since >= 0) {
-				set_error(l, "%s; if the lock was taken, it expires within %lldms",
-					  conn_error(c), (long long)(l->ttl / NS_PER_MS));
-				return LOCK_UNAVAILABLE;
-			}
-			if (res != CONN_OK) {
-				set_error(l, "%s", conn_error(c));
-				return LOCK_UNAVAILABLE;
-			}
-			sent = clock_now();
-		}
-		/* The last attempt, as the wait runs out, does not stay registered. */
-		args[6] = wait != 0 && sent < wait_deadline ? handoff : "0";
-		call_init(&k, &script_acquire, 4, 7, args);
-		res = call_send(c, &k);
-		if (meanwhile) {
-			meanwhile(arg); /* while the first request is on its way */
-			meanwhile = NULL;
-		}
-		if (res == CONN_OK)
-			res = call_recv(c, &k, time_min(sent + l->io_timeout, io_deadline_cap),
-					intr_fd, &r);
 		if (res == CONN_INTERRUPTED) {
-			settle_interrupted(l, c);
-			return LOCK_INTERRUPTED;
-		}
-		if (res != CONN_OK) {
-			/* Our request may have landed: ask again with the same value, which
-			 * settles it, until any lock it took must have expired anyway. */
-			if (unsure_since < 0)
-				unsure_since = sent;
-			if (clock_now() >= give_up_point(l, unsure_since, wait, io_deadline_cap)) {
-				set_error(l, "%s; if the lock was taken, it expires within %lldms",
-					  conn_error(c), (long long)(l->ttl / NS_PER_MS));
-				return LOCK_UNAVAILABLE;
+			if (sending) {
+				settle_interrupted(l, c);
+			} else if (q.unsure_since >= 0) {
+				set_unsure_error(l, "interrupted");
+				msg_warn("%s", l->error);
 			}
-			msg_info("%s; asking again", conn_error(c));
-			continue;
-		}
-		unsure_since = -1;
-		a = parse_acquire(l, c, r);
-		reply_free(r);
-		if (a == REPLY_REFUSED)
-			return LOCK_UNAVAILABLE;
-		if (a == REPLY_ACQUIRED) {
+			out = LOCK_INTERRUPTED;
+		} else if (res != CONN_OK && !sending && q.unsure_since < 0) {
+			set_error(l, "%s", conn_error(c)); /* nothing was ever sent: plainly down */
+			out = LOCK_UNAVAILABLE;
+		} else if (res != CONN_OK) {
+			if (q.unsure_since < 0)
+				q.unsure_since = sent;
+			out = ask_again(l, c, &q, intr_fd);
+		} else if (a == REPLY_REFUSED) {
+			out = LOCK_UNAVAILABLE;
+		} else if (a == REPLY_ACQUIRED) {
 			l->acquired_at = sent;
-			msg_progress_end();
-			return LOCK_ACQUIRED;
+			break;
+		} else if (wait == 0 || clock_now() >= q.wait_deadline) {
+			out = LOCK_BUSY;
+		} else {
+			q.unsure_since = -1;
+			q.pause = 0;
+			out = wait_turn(l, c, &q, intr_fd);
 		}
-		if (wait == 0 || clock_now() >= wait_deadline) {
-			msg_progress_end();
-			return LOCK_BUSY;
-		}
-		/* A live line redraws at every attempt; a log says it once per holder. */
-		if (msg_progress_live() || strcmp(shown, l->holder) != 0)
-			msg_progress("waiting for %s (held by %s, %s left)", l->key,
-				     lock_describe_holder(l->holder, holder, sizeof(holder)),
-				     l->holder_ttl >= 0
-					     ? duration_format(l->holder_ttl, left, sizeof(left))
-					     : "no expiry");
-		snprintf(shown, sizeof(shown), "%s", l->holder);
-		/* A live line is redrawn every second. */
-		res = wait_for_release(l, c,
-				       msg_progress_live()
-					       ? time_min(wait_deadline, clock_now() + NS_PER_S)
-					       : wait_deadline,
-				       intr_fd);
-		if (res == CONN_INTERRUPTED) {
-			msg_progress_end();
-			return LOCK_INTERRUPTED;
-		}
-		if (res == CONN_REFUSED) {
-			msg_progress_end();
-			return LOCK_UNAVAILABLE;
-		}
-		/* Woken, timed out, or the connection broke (the next attempt reconnects):
-		 * in every case, try again. */
 	}
+	msg_progress_end();
+	return out;
 }
 
 enum lock_renewal
@@ -531,7 +601,10 @@ lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 	enum conn_result res;
 	enum lock_renewal out;
 
-	if (!conn_is_open(c) && conn_open(c, deadline) != CONN_OK) {
+	res = conn_is_open(c) ? CONN_OK : conn_open(c, deadline, intr_fd);
+	if (res == CONN_INTERRUPTED)
+		return LOCK_RENEW_INTERRUPTED;
+	if (res != CONN_OK) {
 		set_error(l, "%s", conn_error(c));
 		return LOCK_RENEW_FAILED;
 	}
@@ -581,7 +654,7 @@ lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 	/* The connection may have sat idle for as long as the command ran: when it turns
 	 * out to be dead, one fresh one is worth trying (the release is idempotent). */
 	for (int tries = 0; tries < 2 && res == CONN_FAILED; tries++) {
-		if (!conn_is_open(c) && (res = conn_open(c, deadline)) != CONN_OK)
+		if (!conn_is_open(c) && (res = conn_open(c, deadline, intr_fd)) != CONN_OK)
 			break;
 		res = eval(c, &script_release, 3, 5, args, deadline, intr_fd, &r);
 	}
@@ -610,7 +683,7 @@ lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *
 	size_t len;
 
 	memset(st, 0, sizeof(*st));
-	if ((!conn_is_open(c) && conn_open(c, deadline) != CONN_OK) ||
+	if ((!conn_is_open(c) && conn_open(c, deadline, -1) != CONN_OK) ||
 	    eval(c, &script_query, 2, 2, args, deadline, -1, &r) != CONN_OK) {
 		set_error(l, "%s", conn_error(c));
 		return -1;

@@ -52,7 +52,7 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 		int64_t wait = o->wait;
 		if (wait > 0)
 			wait = time_max(0, time_add(start, o->wait) - clock_now());
-		switch (lock_acquire(l, c, wait, sig->fd, prepare_guard, ch)) {
+		switch (lock_acquire(l, c, wait, sig->stop_fd, prepare_guard, ch)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;
 			msg_info("acquired %s after %s, fence %lld", l->key,
@@ -68,12 +68,12 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 			child_free(ch);
 			msg_fatal(STATUS_UNAVAILABLE, "%s", l->error);
 		case LOCK_INTERRUPTED: {
-			int s = signals_take(sig);
-			if (signals_forwarded(s)) {
+			int s = signals_take_stop(sig);
+			if (s) {
 				child_free(ch);
 				signals_die(s);
 			}
-			break; /* a child we inherited: wait on */
+			break; /* taken by nobody else: nothing to stop for */
 		}
 		}
 	}
@@ -178,7 +178,7 @@ main(int argc, char *argv[])
 	acquire(&lock, conn, &o, &sig, &child);
 
 	env = command_environment(&lock);
-	wd = env ? watchdog_new(&lock, &o.url) : NULL;
+	wd = env ? watchdog_new(&lock, conn) : NULL;
 	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, conn, wd, &child, "cannot start the command");
 

@@ -51,17 +51,31 @@ signals_init(struct signals *s)
 	if (sigprocmask(SIG_BLOCK, &blocked, &s->entry_mask) < 0)
 		return -1;
 	s->fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
-	return s->fd < 0 ? -1 : 0;
+	sigdelset(&consumed, SIGCHLD);
+	s->stop_fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->fd < 0 || s->stop_fd < 0 ? -1 : 0;
+}
+
+static int
+take(int fd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
 }
 
 int
 signals_take(const struct signals *s)
 {
-	struct signalfd_siginfo si;
+	return take(s->fd);
+}
 
-	if (read(s->fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-		return 0;
-	return (int)si.ssi_signo;
+int
+signals_take_stop(const struct signals *s)
+{
+	return take(s->stop_fd);
 }
 
 void

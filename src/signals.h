@@ -12,6 +12,7 @@
 
 struct signals {
 	int fd;                /* readable while one of ours is pending */
+	int stop_fd;           /* readable while one that stops us is pending (not SIGCHLD) */
 	sigset_t entry_mask;   /* the mask redlock-run started with */
 	bool chld_was_ignored; /* SIGCHLD was SIG_IGN on entry; we need it at SIG_DFL */
 };
@@ -22,6 +23,9 @@ int signals_init(struct signals *s);
 
 /* Takes one pending signal: its number, or 0 when none is pending. */
 int signals_take(const struct signals *s);
+/* Takes one pending signal of those that are passed on (INT, TERM, HUP, QUIT), leaving
+ * SIGCHLD for signals_take: what ends a wait, and not a child we inherited exiting. */
+int signals_take_stop(const struct signals *s);
 
 /* True for the signals that are passed on to the command (INT, TERM, HUP, QUIT). */
 bool signals_forwarded(int sig);

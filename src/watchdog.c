@@ -87,7 +87,7 @@ close_pair(int fds[2])
 }
 
 struct watchdog *
-watchdog_new(const struct lock *l, const struct redis_url *url)
+watchdog_new(const struct lock *l, const struct conn *c)
 {
 	struct watchdog *w = calloc(1, sizeof(*w));
 	int err;
@@ -97,7 +97,7 @@ watchdog_new(const struct lock *l, const struct redis_url *url)
 	w->lock = *l;
 	w->due = l->acquired_at + l->ttl / 3;
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
-	if ((w->conn = conn_new(url)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
+	if ((w->conn = conn_new_like(c)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
 	    pipe2(w->stop, O_CLOEXEC) == 0)
 		return w;
 	err = errno;

@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "lock.h"
-#include "url.h"
 
 struct watchdog;
 
@@ -28,10 +27,11 @@ struct watchdog_event {
 	char detail[512]; /* the size of lock.error */
 };
 
-/* A watchdog for the lock l (already acquired), which it copies; no thread runs yet, so a
- * command that ends before its first renewal is due never pays for one. NULL with errno
- * set when out of resources. */
-struct watchdog *watchdog_new(const struct lock *l, const struct redis_url *url);
+/* A watchdog for the lock l (already acquired through c), which it copies; it will use a
+ * connection of its own to c's server. No thread runs yet, so a command that ends before
+ * its first renewal is due never pays for one. NULL with errno set when out of
+ * resources. */
+struct watchdog *watchdog_new(const struct lock *l, const struct conn *c);
 
 /* When the thread must be running to make the first renewal (TTL/3 after the lock was
  * taken): TIME_NEVER once watchdog_start was called. */

@@ -219,3 +219,30 @@ teardown() {
 	# the renewal at 1s finds the key gone: SIGKILL then, not at the lease's end (3s)
 	(($(now_ms) - deleted < 1200))
 }
+
+@test "a server that hangs up on every request is asked again after growing pauses, not hammered" {
+	python3 - "$dir" <<'PY' 3>&- &
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+open(sys.argv[1] + "/port", "w").write(str(s.getsockname()[1]))
+n = 0
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.close()
+    n += 1
+    open(sys.argv[1] + "/count", "w").write(str(n))
+PY
+	server=$!
+	wait_until 5 test -s "$dir/port"
+	start=$(now_ms)
+	run --separate-stderr "$RR" -r "redis://127.0.0.1:$(cat "$dir/port")" -t 1s job -- echo never
+	kill "$server"
+	assert_equal "$status" 69
+	[[ $stderr == *"closed the connection; if the lock was taken, it expires within 1000ms" ]]
+	# until the lease any lock taken could have, with pauses of 10ms doubling up to TTL/10
+	(($(cat "$dir/count") < 40))
+	(($(now_ms) - start < 3000))
+}

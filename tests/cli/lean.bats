@@ -75,3 +75,16 @@ connections() {
 	run grep -E 'libssl|libcrypto' "$dir/trace" "$dir/trace.unix"
 	assert_failure
 }
+
+@test "a host name is resolved once: the watchdog connects to the address that worked" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -e trace=openat -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
+	redis_start_tcp tcp
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
+	strace -f -e trace=openat -o "$dir/trace" \
+		"$RR" -r "redis://localhost:$(redis_port tcp)" -t 600ms job -- sleep 0.5
+	run redis-cli -p "$(redis_port tcp)" get '{job}:fence'
+	assert_output 1
+	run grep -c '"/etc/hosts"' "$dir/trace"
+	assert_output 1
+}

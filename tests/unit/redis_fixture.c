@@ -127,7 +127,7 @@ redis_fixture_call(struct conn *c, ...)
 		argc++;
 	}
 	va_end(ap);
-	if (!conn_is_open(c) && conn_open(c, clock_now() + NS_PER_S) != CONN_OK)
+	if (!conn_is_open(c) && conn_open(c, clock_now() + NS_PER_S, -1) != CONN_OK)
 		return "(failed)";
 	if (conn_call(c, &r, clock_now() + 2 * NS_PER_S, -1, argc, argv, lens) != CONN_OK)
 		return "(failed)";

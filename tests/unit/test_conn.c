@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -25,6 +26,47 @@ url_for(const char *user, const char *password, int db)
 }
 
 /* Runs one command; the reply as text ("OK", "3", "nil", the error) or "(failed)". */
+
+static int
+listening_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	unlink(path);
+	bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	listen(fd, 0);
+	return fd;
+}
+
+static int
+connect_unix_nonblock(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* A loopback listener that never accepts: connections complete, requests go unanswered. */
+static int
+listening_tcp(unsigned *port)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(in);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	bind(fd, (struct sockaddr *)&in, sizeof(in));
+	listen(fd, 8);
+	getsockname(fd, (struct sockaddr *)&in, &len);
+	*port = ntohs(in.sin_port);
+	return fd;
+}
 
 static unsigned
 unused_port(void)
@@ -53,7 +95,7 @@ main(void)
 	/* Nobody there. */
 	struct redis_url nowhere = { .scheme = URL_UNIX, .path = "/nonexistent/redis.sock" };
 	c = conn_new(&nowhere);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_FAILED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_FAILED);
 	CHECK_STR(conn_error(c), "cannot connect to /nonexistent/redis.sock: no such file or "
 				 "directory");
 	CHECK(!conn_is_open(c));
@@ -63,14 +105,14 @@ main(void)
 				     .host = "127.0.0.1",
 				     .port = unused_port() };
 	c = conn_new(&refused);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_FAILED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_FAILED);
 	CHECK(strstr(conn_error(c), "cannot connect to 127.0.0.1:") != NULL);
 	CHECK(strstr(conn_error(c), ": connection refused") != NULL);
 	conn_free(c);
 
 	struct redis_url tls = { .scheme = URL_TLS, .host = "127.0.0.1", .port = 6379 };
 	c = conn_new(&tls);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_REFUSED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_REFUSED);
 	CHECK(strstr(conn_error(c), "no TLS support") != NULL);
 	conn_free(c);
 
@@ -78,19 +120,19 @@ main(void)
 	 * command is refused; a wrong one is refused at once, and never printed. */
 	u = url_for(NULL, NULL, 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK(strncmp(redis_fixture_call(c, "PING", NULL), "NOAUTH", 6) == 0);
 	conn_free(c);
 	u = url_for(NULL, "wrong-pass", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_REFUSED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_REFUSED);
 	CHECK(strstr(conn_error(c), "authentication refused by") != NULL);
 	CHECK(strstr(conn_error(c), "wrong-pass") == NULL);
 	CHECK(!conn_is_open(c));
 	conn_free(c);
 	u = url_for(NULL, "s3cret", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK_STR(redis_fixture_call(c, "PING", NULL), "PONG");
 	CHECK_STR(redis_fixture_call(c, "ACL", "SETUSER", "alice", "on", NULL), "OK");
 	CHECK_STR(redis_fixture_call(c, "ACL", "SETUSER", "alice", ">alice-pw", NULL), "OK");
@@ -102,12 +144,12 @@ main(void)
 	/* ACL users. */
 	u = url_for("alice", "alice-pw", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK_STR(redis_fixture_call(c, "ACL", "WHOAMI", NULL), "alice");
 	conn_free(c);
 	u = url_for("alice", "not-alice-pw", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_REFUSED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_REFUSED);
 	CHECK(strstr(conn_error(c), "authentication as 'alice' refused by") != NULL);
 	CHECK(strstr(conn_error(c), "not-alice-pw") == NULL);
 	conn_free(c);
@@ -115,25 +157,25 @@ main(void)
 	/* SELECT: commands run in the db asked for; a db that does not exist is refused. */
 	u = url_for("alice", "alice-pw", 2);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK_STR(redis_fixture_call(c, "GET", "where", NULL), "nil");
 	CHECK_STR(redis_fixture_call(c, "SET", "where", "db2", NULL), "OK");
 	conn_free(c);
 	u = url_for(NULL, "s3cret", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK_STR(redis_fixture_call(c, "GET", "where", NULL), "db0");
 	conn_free(c);
 	u = url_for(NULL, "s3cret", 99);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_REFUSED);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_REFUSED);
 	CHECK(strstr(conn_error(c), "cannot select db 99 on ") != NULL);
 	conn_free(c);
 
 	/* Replies of every shape. */
 	u = url_for(NULL, "s3cret", 0);
 	c = conn_new(&u);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	CHECK_INT(conn_call(c, &r, clock_now() + NS_PER_S, -1, 3,
 			    (const char *[]){ "EVAL", "return {1, 'two', false}", "0" },
 			    (size_t[]){ 4, 24, 1 }),
@@ -157,7 +199,7 @@ main(void)
 	CHECK(!conn_is_open(c));
 	CHECK(strstr(conn_error(c), "no reply from ") != NULL);
 	redis_fixture_thaw(&server);
-	CHECK_INT(conn_open(c, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 	redis_fixture_freeze(&server);
 	CHECK_INT(write(intr[1], "x", 1), 1);
 	CHECK_INT(conn_call(c, &r, clock_now() + 5 * NS_PER_S, intr[0], 2,
@@ -168,6 +210,45 @@ main(void)
 	CHECK_INT(conn_recv(c, &r, clock_now() + 2 * NS_PER_S, -1), CONN_OK);
 	CHECK_STR(reply_string(r, NULL), "late");
 	reply_free(r);
+
+	/* A Unix listener whose backlog is full refuses at once; it is not "connecting". */
+	char busy_path[108];
+	snprintf(busy_path, sizeof(busy_path), "%s/busy.sock", server.dir);
+	int busy = listening_unix(busy_path), fillers[64], nfill = 0;
+	struct redis_url busy_url = { .scheme = URL_UNIX, .path = busy_path };
+	while (nfill < 64 && (fillers[nfill] = connect_unix_nonblock(busy_path)) >= 0)
+		nfill++;
+	CHECK(nfill < 64); /* the backlog did fill up */
+	struct conn *b = conn_new(&busy_url);
+	t0 = clock_now();
+	CHECK_INT(conn_open(b, clock_now() + 5 * NS_PER_S, -1), CONN_FAILED);
+	CHECK(clock_now() - t0 < 500 * NS_PER_MS);
+	CHECK(strstr(conn_error(b), "resource temporarily unavailable") != NULL);
+	conn_free(b);
+	for (int i = 0; i < nfill; i++)
+		close(fillers[i]);
+	close(busy);
+
+	/* A server that accepts and never answers: connecting (AUTH waits for its answer)
+	 * gives up as soon as it is interrupted. */
+	unsigned silent_port;
+	int silent = listening_tcp(&silent_port);
+	struct redis_url silent_url = { .scheme = URL_TCP, .host = "127.0.0.1", .port = silent_port,
+					.password = "pw" };
+	int stop[2];
+	CHECK_INT(pipe(stop), 0);
+	CHECK_INT(write(stop[1], "x", 1), 1);
+	struct conn *sc = conn_new(&silent_url);
+	t0 = clock_now();
+	CHECK_INT(conn_open(sc, clock_now() + 5 * NS_PER_S, stop[0]), CONN_INTERRUPTED);
+	CHECK(clock_now() - t0 < 500 * NS_PER_MS);
+	CHECK(!conn_is_open(sc));
+	/* and another connection like it tries the same address first */
+	struct conn *like = conn_new_like(sc);
+	CHECK_INT(conn_open(like, clock_now() + 200 * NS_PER_MS, -1), CONN_TIMEOUT);
+	conn_free(like);
+	conn_free(sc);
+	close(silent);
 
 	/* The server goes away under an open connection. */
 	redis_fixture_stop(&server);

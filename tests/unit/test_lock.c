@@ -215,7 +215,7 @@ main(void)
 	CHECK_INT(lock_init(&a, "frozen", 10 * NS_PER_S), 0);
 	a.io_timeout = 150 * NS_PER_MS;
 	conn_close(ca);
-	CHECK_INT(conn_open(ca, clock_now() + NS_PER_S), CONN_OK);
+	CHECK_INT(conn_open(ca, clock_now() + NS_PER_S, -1), CONN_OK);
 	redis_fixture_freeze(&server);
 	struct thaw_later when = { clock_now() + 500 * NS_PER_MS };
 	pthread_t thawer;

@@ -64,6 +64,14 @@ main(void)
 	CHECK_INT(signals_take(&s), SIGTERM);
 	CHECK_INT(signals_take(&s), 0);
 
+	/* A child exiting is for supervise (signals_take), and never ends a wait
+	 * (signals_take_stop). */
+	kill(getpid(), SIGCHLD);
+	CHECK_INT(signals_take_stop(&s), 0);
+	kill(getpid(), SIGINT);
+	CHECK_INT(signals_take_stop(&s), SIGINT);
+	CHECK_INT(signals_take(&s), SIGCHLD);
+
 	/* What the command gets back. */
 	pid_t pid = fork();
 	if (pid == 0)

@@ -46,7 +46,7 @@ main(void)
 	CHECK_INT(lock_acquire(&l, c, 0, -1, NULL, NULL), LOCK_ACQUIRED);
 
 	/* No thread before the first renewal is due. */
-	w = watchdog_new(&l, &url);
+	w = watchdog_new(&l, c);
 	CHECK(w != NULL);
 	CHECK_INT(watchdog_due(w), l.acquired_at + 200 * NS_PER_MS);
 	CHECK_INT(watchdog_start(w), 0);
@@ -71,7 +71,7 @@ main(void)
 	/* A frozen server: failures are reported, and stopping does not wait for the
 	 * renewal stuck in flight. */
 	CHECK_INT(lock_acquire(&l, c, 0, -1, NULL, NULL), LOCK_ACQUIRED);
-	w = watchdog_new(&l, &url);
+	w = watchdog_new(&l, c);
 	CHECK_INT(watchdog_start(w), 0);
 	CHECK_INT(next_event(w, &ev, clock_now() + NS_PER_S), WATCHDOG_RENEWED);
 	redis_fixture_freeze(&server);
@@ -83,7 +83,7 @@ main(void)
 	redis_fixture_thaw(&server);
 
 	/* A watchdog never started frees cleanly too. */
-	w = watchdog_new(&l, &url);
+	w = watchdog_new(&l, c);
 	watchdog_free(w);
 
 	lock_free(&l);
