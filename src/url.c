@@ -170,16 +170,14 @@ parse_host_port(struct redis_url *url, const char *s, size_t len, char *err, siz
 static int
 parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
 {
-	size_t authority_len = strcspn(s, "/?#");
-	const char *at = NULL, *path = s + authority_len;
+	/* The userinfo ends at the last '@': no host, port or db has one, and a password may
+	 * hold '@', '/', '?' or '#' unencoded. Nothing before it ever appears in a message. */
+	const char *at = strrchr(s, '@'), *host = at ? at + 1 : s;
+	const char *path = host + strcspn(host, "/?#");
 
-	for (const char *p = s; p < path; p++)
-		if (*p == '@')
-			at = p; /* the last '@': an unencoded one in the password is tolerated */
 	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
 		return -1;
-	if (parse_host_port(url, at ? at + 1 : s, (size_t)(path - (at ? at + 1 : s)), err, size) <
-	    0)
+	if (parse_host_port(url, host, (size_t)(path - host), err, size) < 0)
 		return -1;
 	if (*path == '\0')
 		return 0;
@@ -194,12 +192,15 @@ parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
 static int
 parse_unix(struct redis_url *url, const char *s, char *err, size_t size)
 {
-	const char *path = strchr(s, '/'), *query;
+	/* A path right away has no userinfo (and may hold '@'); else the userinfo ends where
+	 * "@/" starts the path, so that a password may hold '/'. */
+	const char *at = *s == '/' ? NULL : strstr(s, "@/");
+	const char *path = at ? at + 1 : s, *query;
 	size_t path_len;
 
-	if (!path || (path != s && path[-1] != '@'))
+	if (*path != '/')
 		return fail(err, size, "expected unix:///path/to/redis.sock");
-	if (path != s && parse_userinfo(url, s, (size_t)(path - 1 - s), err, size) < 0)
+	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
 		return -1;
 	query = strchr(path, '?');
 	path_len = query ? (size_t)(query - path) : strlen(path);

@@ -125,7 +125,30 @@ main(void)
 	memset(longpath + 8, 'a', 150);
 	rejects(longpath, "socket path is longer than");
 
+	/* A password may hold '/', '?', '#' and '@' unencoded. */
+	CHECK_INT(parse("redis://user:se/cret@127.0.0.1"), 0);
+	CHECK_STR(u.password, "se/cret");
+	CHECK_STR(u.host, "127.0.0.1");
+	CHECK_INT(parse("redis://user:1234?top#sec@ret@h:6380/2"), 0);
+	CHECK_STR(u.password, "1234?top#sec@ret");
+	CHECK_STR(u.host, "h");
+	CHECK_INT(u.port, 6380);
+	CHECK_INT(u.db, 2);
+	CHECK_INT(parse("unix://u:p/w@/tmp/r.sock?db=1"), 0);
+	CHECK_STR(u.password, "p/w");
+	CHECK_STR(u.path, "/tmp/r.sock");
+	CHECK_INT(u.db, 1);
+	CHECK_INT(parse("unix:///tmp/at@sign.sock"), 0);
+	CHECK(u.user == NULL);
+	CHECK_STR(u.path, "/tmp/at@sign.sock");
+
 	/* A password never shows in a message, even when the URL around it is wrong. */
+	CHECK_INT(parse("redis://user:se/cret@host:0"), -1);
+	CHECK(strstr(err, "cret") == NULL && strstr(err, "se/") == NULL);
+	CHECK_INT(parse("redis://user:1234?topsecret@127.0.0.1:x"), -1);
+	CHECK(strstr(err, "topsecret") == NULL);
+	CHECK_INT(parse("redis://user:pass/word@127.0.0.1/x"), -1);
+	CHECK(strstr(err, "pass") == NULL && strstr(err, "word") == NULL);
 	CHECK_INT(parse("redis://bob:hunter2@host:0"), -1);
 	CHECK(strstr(err, "hunter2") == NULL);
 	CHECK_INT(parse("redis://bob:hunter2@ho%st"), -1);
