@@ -1,8 +1,8 @@
 /*
- * The command's side (DESIGN §4.1, §4.3, §5): it runs in a process group of its own, led by
- * a tiny guard process whose only job is to take that whole group down with SIGKILL the
- * moment redlock-run dies, however it dies. The command itself also gets SIGKILL as its
- * parent-death signal, in case it left the group.
+ * The command's side (DESIGN §4.1, §4.3, §5): it runs in a process group of its own (which
+ * it leads), watched from outside by a tiny guard process whose only job is to take that
+ * whole group down with SIGKILL the moment redlock-run dies, however it dies. The command itself
+ * also gets SIGKILL as its parent-death signal, in case it left the group.
  */
 #ifndef REDLOCK_CHILD_H
 #define REDLOCK_CHILD_H

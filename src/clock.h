@@ -13,6 +13,8 @@
 #define NS_PER_MS INT64_C(1000000)
 #define NS_PER_S INT64_C(1000000000)
 #define TIME_NEVER INT64_MAX
+/* A wait (a duration, where 0 means not at all) that has no end. */
+#define WAIT_FOREVER INT64_C(-1)
 
 static inline int64_t
 clock_now(void)

@@ -388,7 +388,7 @@ wait_for_release(struct lock *l, struct conn *c, int64_t until, int intr_fd)
 
 /* What lock_acquire carries from one attempt to the next. */
 struct acquisition {
-	int64_t wait;          /* as asked: 0 (-n), ns, or LOCK_WAIT_FOREVER */
+	int64_t wait;          /* as asked: 0 (-n), ns, or WAIT_FOREVER */
 	int64_t wait_deadline; /* when waiting ends */
 	int64_t io_cap;        /* no request may outlast this */
 	int64_t unsure_since;  /* when a request whose outcome we do not know went out, or -1 */
@@ -544,8 +544,7 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 {
 	struct acquisition q = {
 		.wait = wait,
-		.wait_deadline =
-			wait == LOCK_WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
+		.wait_deadline = wait == WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
 		.unsure_since = -1,
 	};
 	enum lock_result out = LOCK_ACQUIRED;

@@ -13,7 +13,7 @@
 #include "conn.h"
 
 #define LOCK_VALUE_MAX 384
-#define LOCK_HOLDER_MAX 256
+#define LOCK_HOLDER_MAX LOCK_VALUE_MAX
 
 struct lock {
 	const char *key;
@@ -55,10 +55,8 @@ enum lock_result {
 	LOCK_UNAVAILABLE, /* Redis could not be reached, or refused: l->error says why */
 };
 
-#define LOCK_WAIT_FOREVER INT64_C(-1)
-
 /*
- * Takes the lock, waiting up to `wait` ns (0: not at all; LOCK_WAIT_FOREVER) while another
+ * Takes the lock, waiting up to `wait` ns (0: not at all; WAIT_FOREVER) while another
  * holds it. c is opened, and reopened, as needed. A request whose reply is lost is sent
  * again with the same token, which settles it, never abandons it. meanwhile (may be NULL)
  * is called once, as soon as the first request is on its way: work that then overlaps

@@ -108,12 +108,11 @@ release(struct lock *l, struct conn *c, struct outcome *out)
 	}
 }
 
-/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE. */
+/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE,
+ * whose strings are left in vars (for the caller to free, as the array returned). */
 static char **
-command_environment(const struct lock *l)
+command_environment(const struct lock *l, char *vars[3])
 {
-	static char *vars[3];
-
 	if (asprintf(&vars[0], "REDLOCK_KEY=%s", l->key) < 0 ||
 	    asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) < 0 ||
 	    asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) < 0)
@@ -144,7 +143,7 @@ main(int argc, char *argv[])
 	struct child child;
 	struct watchdog *wd;
 	struct outcome out;
-	char err[512], **env;
+	char err[512], **env, *vars[3] = { NULL, NULL, NULL };
 
 	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
 	case OPTS_HELP:
@@ -177,7 +176,7 @@ main(int argc, char *argv[])
 	child_init(&child);
 	acquire(&lock, conn, &o, &sig, &child);
 
-	env = command_environment(&lock);
+	env = command_environment(&lock, vars);
 	wd = env ? watchdog_new(&lock, conn) : NULL;
 	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, conn, wd, &child, "cannot start the command");
@@ -204,6 +203,8 @@ main(int argc, char *argv[])
 	conn_free(conn);
 	lock_free(&lock);
 	free(env);
+	for (int i = 0; i < 3; i++)
+		free(vars[i]);
 	opts_free(&o);
 	if (out.signal)
 		signals_die(out.signal);

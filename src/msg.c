@@ -146,7 +146,12 @@ msg_progress_end(void)
 const char *
 msg_strerror(int err, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s", strerror(err));
+	/* The GNU strerror_r: thread-safe (the watchdog thread speaks too), and it may return
+	 * its own static string instead of filling buf. */
+	const char *text = strerror_r(err, buf, size);
+
+	if (text != buf)
+		snprintf(buf, size, "%s", text);
 	/* "Connection refused" reads as "connection refused" in the middle of a message;
 	 * acronyms such as "I/O error" keep their case. */
 	if (buf[0] && isupper((unsigned char)buf[0]) && !isupper((unsigned char)buf[1]))

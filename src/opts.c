@@ -233,7 +233,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 
 	memset(o, 0, sizeof(*o));
 	o->ttl = OPTS_TTL_DEFAULT;
-	o->wait = OPTS_WAIT_FOREVER;
+	o->wait = WAIT_FOREVER;
 	o->conflict_status = STATUS_CONFLICT;
 	o->verbosity = MSG_NORMAL;
 	o->grace = -1;

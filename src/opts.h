@@ -16,7 +16,6 @@
 
 #define OPTS_TTL_DEFAULT (30 * NS_PER_S)
 #define OPTS_TTL_MIN (100 * NS_PER_MS)
-#define OPTS_WAIT_FOREVER INT64_C(-1)
 
 enum on_lost {
 	ON_LOST_TERM,   /* SIGTERM, then SIGKILL after the grace period */

@@ -57,7 +57,8 @@ connect_unix_nonblock(const char *path)
 static int
 listening_tcp(unsigned *port)
 {
-	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in in = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(in);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -233,8 +234,9 @@ main(void)
 	 * gives up as soon as it is interrupted. */
 	unsigned silent_port;
 	int silent = listening_tcp(&silent_port);
-	struct redis_url silent_url = { .scheme = URL_TCP, .host = "127.0.0.1", .port = silent_port,
-					.password = "pw" };
+	struct redis_url silent_url = {
+		.scheme = URL_TCP, .host = "127.0.0.1", .port = silent_port, .password = "pw"
+	};
 	int stop[2];
 	CHECK_INT(pipe(stop), 0);
 	CHECK_INT(write(stop[1], "x", 1), 1);

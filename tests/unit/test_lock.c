@@ -178,7 +178,7 @@ main(void)
 	pthread_t releaser;
 	pthread_create(&releaser, NULL, release_later, &later);
 	t0 = clock_now();
-	CHECK_INT(lock_acquire(&b, cb, LOCK_WAIT_FOREVER, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_acquire(&b, cb, WAIT_FOREVER, -1, NULL, NULL), LOCK_ACQUIRED);
 	CHECK(clock_now() - t0 < 800 * NS_PER_MS);
 	pthread_join(releaser, NULL);
 	CHECK_STR(later.waiters, "1");
@@ -196,7 +196,7 @@ main(void)
 	CHECK_INT(pipe(intr), 0);
 	CHECK_INT(write(intr[1], "x", 1), 1);
 	t0 = clock_now();
-	CHECK_INT(lock_acquire(&b, cb, LOCK_WAIT_FOREVER, intr[0], NULL, NULL), LOCK_INTERRUPTED);
+	CHECK_INT(lock_acquire(&b, cb, WAIT_FOREVER, intr[0], NULL, NULL), LOCK_INTERRUPTED);
 	CHECK(clock_now() - t0 < 500 * NS_PER_MS);
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	/* ...and a lease that runs out hands the lock over. */
@@ -220,7 +220,7 @@ main(void)
 	struct thaw_later when = { clock_now() + 500 * NS_PER_MS };
 	pthread_t thawer;
 	pthread_create(&thawer, NULL, thaw_later, &when);
-	CHECK_INT(lock_acquire(&a, ca, LOCK_WAIT_FOREVER, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_acquire(&a, ca, WAIT_FOREVER, -1, NULL, NULL), LOCK_ACQUIRED);
 	pthread_join(thawer, NULL);
 	CHECK_INT(a.fence, 1);
 	CHECK_STR(redis_fixture_call(admin, "GET", "{frozen}:fence", NULL), "1");

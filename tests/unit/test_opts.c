@@ -53,7 +53,7 @@ main(void)
 	CHECK_STR(o.command[0], "true");
 	CHECK(o.command[1] == NULL);
 	CHECK_INT(o.ttl, 30 * NS_PER_S);
-	CHECK_INT(o.wait, OPTS_WAIT_FOREVER);
+	CHECK_INT(o.wait, WAIT_FOREVER);
 	CHECK_INT(o.conflict_status, STATUS_CONFLICT);
 	CHECK_INT(o.on_lost, ON_LOST_TERM);
 	CHECK_INT(o.grace, 5 * NS_PER_S);
@@ -68,7 +68,7 @@ main(void)
 	CHECK_INT(PARSE("k", "ls", "-n", "--ttl", "x"), OPTS_RUN);
 	CHECK_STR(o.command[0], "ls");
 	CHECK_STR(o.command[1], "-n");
-	CHECK_INT(o.wait, OPTS_WAIT_FOREVER);
+	CHECK_INT(o.wait, WAIT_FOREVER);
 	DONE();
 	CHECK_INT(PARSE("k", "--", "ls", "-l"), OPTS_RUN);
 	CHECK_STR(o.command[0], "ls");
