@@ -190,8 +190,8 @@ main(int argc, char *argv[])
 		.grace = o.grace,
 		.max_hold = o.max_hold,
 	});
-	msg_info("the command ended with status %d after %s", out.status,
-		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)));
+	msg_info("done after %s: exit status %d",
+		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)), out.status);
 	child_finish(&child, out.signal);
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
 	 * told to stop, and waited for only once the lock is given back. */
