@@ -176,6 +176,17 @@ child_signal(const struct child *ch, int sig)
 	kill(-ch->pgid, sig);
 }
 
+/* Takes the terminal back from the command's group, if that group has it (a job continued
+ * with bg must not take it from the shell). True if it did. */
+static bool
+take_terminal_back(const struct child *ch)
+{
+	if (tcgetpgrp(ch->tty_fd) != ch->pgid)
+		return false;
+	tcsetpgrp(ch->tty_fd, getpgrp());
+	return true;
+}
+
 bool
 child_group_empty(const struct child *ch)
 {
@@ -195,7 +206,10 @@ child_suspend(const struct child *ch)
 
 	if (ch->tty_fd < 0)
 		return; /* not a job of a terminal: somebody stopped it on purpose */
-	tcsetpgrp(ch->tty_fd, getpgrp());
+	/* The whole group first, also what ignores SIGTSTP: nothing of it may run on while
+	 * we, and the watchdog with us, are stopped and renew nothing. */
+	kill(-ch->pgid, SIGSTOP);
+	take_terminal_back(ch);
 	/* Stop the job the way the terminal would have: our whole process group, which may
 	 * be a script that ran us. SIGTSTP, which the guard ignores, unless it was ignored on
 	 * entry: then SIGSTOP, for us alone. */
@@ -216,17 +230,18 @@ child_resume(const struct child *ch)
 }
 
 void
-child_finish(struct child *ch, int death_signal)
+child_finish(struct child *ch, int tty_signal)
 {
 	if (ch->tty_fd >= 0) {
-		tcsetpgrp(ch->tty_fd, getpgrp());
+		bool had_it = take_terminal_back(ch);
 		close(ch->tty_fd);
 		ch->tty_fd = -1;
 		/* Ctrl-C or Ctrl-\ reached only the command's group. When we are not the
 		 * job the shell started (a script that runs us is), the rest of that job gets
 		 * it too, as it would have without a group of the command's own. */
-		if (getpgrp() != getpid() && (death_signal == SIGINT || death_signal == SIGQUIT))
-			kill(0, death_signal);
+		if (had_it && getpgrp() != getpid() &&
+		    (tty_signal == SIGINT || tty_signal == SIGQUIT))
+			kill(0, tty_signal);
 	}
 	/* The group is empty: the guard may go (it is reaped by child_free). */
 	if (ch->guard_fd >= 0) {

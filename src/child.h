@@ -57,10 +57,11 @@ void child_suspend(const struct child *ch);
 /* Continues the command, handing it the terminal again if we are in the foreground. */
 void child_resume(const struct child *ch);
 
-/* Once nothing of the command is left: the terminal goes back to redlock-run (and a tty
- * signal that killed the command, death_signal, to the job that ran us), and the guard
- * stands down. */
-void child_finish(struct child *ch, int death_signal);
+/* Once nothing of the command is left: the terminal goes back to redlock-run if the
+ * command had it, and so does tty_signal, a signal that killed the command and that only
+ * the terminal can have sent (not one redlock-run forwarded), to the job that ran us; the
+ * guard stands down. */
+void child_finish(struct child *ch, int tty_signal);
 
 /* Sends away a guard that is still waiting (no command was started) and reaps it. */
 void child_free(struct child *ch);

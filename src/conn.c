@@ -20,6 +20,9 @@
 #include "clock.h"
 #include "msg.h"
 
+/* How long to wait before knocking again on a Unix socket whose backlog is full. */
+#define BACKLOG_PAUSE (10 * NS_PER_MS)
+
 struct conn {
 	const struct redis_url *url;
 	int fd;
@@ -74,6 +77,13 @@ conn_free(struct conn *c)
 		return;
 	conn_close(c);
 	free(c);
+}
+
+void
+conn_reset(struct conn *c)
+{
+	conn_close(c);
+	c->last_len = 0;
 }
 
 bool
@@ -212,8 +222,15 @@ connect_unix(struct conn *c, int64_t deadline, int intr_fd)
 		return connect_failed(c, errno);
 	/* url_parse made sure the path fits. */
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->url->path);
-	if (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline, intr_fd) < 0) {
+	/* A full backlog (EAGAIN) is a busy server, not a missing one: try again shortly,
+	 * until the deadline. */
+	while (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline, intr_fd) < 0) {
 		int err = errno;
+		if (err == EAGAIN && clock_now() + BACKLOG_PAUSE < deadline) {
+			if (clock_sleep_until(clock_now() + BACKLOG_PAUSE, intr_fd) == 0)
+				continue;
+			err = EINTR;
+		}
 		close(fd);
 		return connect_failed(c, err);
 	}
@@ -256,12 +273,15 @@ connect_tcp(struct conn *c, int64_t deadline, int intr_fd)
 	int fd = -1, gai;
 
 	/* The address that worked last time comes first: reconnecting, or the watchdog's
-	 * connection (see conn_new_like), needs no resolver. */
+	 * connection (see conn_new_like), needs no resolver. It gets half the time, and is
+	 * forgotten when it fails: the name may point elsewhere by now. */
 	if (c->last_len > 0) {
-		fd = connect_tcp_addr(c, (struct sockaddr *)&c->last, c->last_len, deadline,
-				      intr_fd);
+		int64_t half = clock_now() + (deadline - clock_now()) / 2;
+		fd = connect_tcp_addr(c, (struct sockaddr *)&c->last, c->last_len, half, intr_fd);
 		if (fd < 0 && errno == EINTR)
 			return connect_failed(c, errno);
+		if (fd < 0)
+			c->last_len = 0;
 	}
 	/* An address literal needs no resolver either: no NSS, no DNS, no /etc/hosts. */
 	if (fd < 0 && inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1)

@@ -42,6 +42,9 @@ void conn_free(struct conn *c);
 enum conn_result conn_open(struct conn *c, int64_t deadline, int intr_fd);
 bool conn_is_open(const struct conn *c);
 void conn_close(struct conn *c);
+/* Closes c and forgets the address it reached: the next conn_open resolves the host name
+ * again (the server there answered in a way that says it may not be ours any more). */
+void conn_reset(struct conn *c);
 
 /* Sends one command on an open connection, as far as the socket takes it without waiting
  * (conn_recv sends the rest); -1 when out of memory (then the connection is closed). */

@@ -355,7 +355,7 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
  * it is looked at again twice a second.
  */
 static enum conn_result
-wait_for_release(struct lock *l, struct conn *c, int64_t until, int intr_fd)
+wait_for_release(struct lock *l, struct conn *c, int64_t until, int64_t io_cap, int intr_fd)
 {
 	int64_t now = clock_now(), block;
 	char seconds[32];
@@ -368,7 +368,7 @@ wait_for_release(struct lock *l, struct conn *c, int64_t until, int intr_fd)
 		return CONN_OK; /* about to end anyway: just try again */
 	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
 	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
-	res = conn_call(c, &r, now + block + l->io_timeout, intr_fd, 3,
+	res = conn_call(c, &r, time_min(now + block + l->io_timeout, io_cap), intr_fd, 3,
 			(const char *[]){ "BLPOP", l->wake_key, seconds },
 			(size_t[]){ 5, strlen(l->wake_key), strlen(seconds) });
 	if (res == CONN_INTERRUPTED) {
@@ -528,7 +528,7 @@ wait_turn(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
 			       msg_progress_live()
 				       ? time_min(q->wait_deadline, clock_now() + NS_PER_S)
 				       : q->wait_deadline,
-			       intr_fd);
+			       q->io_cap, intr_fd);
 	if (res == CONN_INTERRUPTED)
 		return LOCK_INTERRUPTED;
 	if (res == CONN_REFUSED)
@@ -575,6 +575,11 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 				q.unsure_since = sent;
 			out = ask_again(l, c, &q, intr_fd);
 		} else if (a == REPLY_REFUSED) {
+			if (q.unsure_since >= 0) { /* an earlier request stays unsettled */
+				char why[sizeof(l->error)];
+				snprintf(why, sizeof(why), "%s", l->error);
+				set_unsure_error(l, why);
+			}
 			out = LOCK_UNAVAILABLE;
 		} else if (a == REPLY_ACQUIRED) {
 			l->acquired_at = sent;
@@ -629,10 +634,12 @@ lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 		break;
 	default:
 		/* A refusal (a replica that turned read-only, a script error): the lease
-		 * cannot be extended here, so it counts as a failed attempt. */
+		 * cannot be extended here, so it counts as a failed attempt, and the next
+		 * one starts afresh, resolving the name again (a failover may have moved it). */
 		set_error(l, "%s refused to renew %s: %s", conn_address(c), l->key,
 			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
 						       : "unexpected reply");
+		conn_reset(c);
 		out = LOCK_RENEW_FAILED;
 		break;
 	}

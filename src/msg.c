@@ -2,6 +2,8 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +14,38 @@
 #define CLEAR_LINE "\r\033[K"
 
 static enum msg_level level = MSG_NORMAL;
+/* Where messages go (see msg_init). */
 static int out_fd = STDERR_FILENO;
+static bool out_socket;
 /* A progress line is on the terminal and has no newline yet (main thread only). */
 static bool progress_open;
 
 void
 msg_init(void)
 {
-	int fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	int fd;
 
+	if (fstat(STDERR_FILENO, &st) < 0 || S_ISREG(st.st_mode))
+		return; /* a file never keeps a writer waiting, and its offset is shared */
+	if (S_ISSOCK(st.st_mode)) {
+		out_socket = true; /* the journal, say: each send says MSG_DONTWAIT */
+		return;
+	}
+	/* A pipe or a terminal: a description of our own, that never blocks. */
+	fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0)
 		out_fd = fd;
+}
+
+/* One write that never waits (but for a regular file). */
+static void
+put(const char *buf, size_t len)
+{
+	ssize_t n = out_socket ? send(out_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+			       : write(out_fd, buf, len);
+
+	(void)n; /* nothing better to do with a message that cannot be written */
 }
 
 void
@@ -54,9 +77,7 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 	memcpy(line + len, tail, strlen(tail));
 	len += strlen(tail);
 	/* A line that does not fit at once is cut rather than waited for (see msg_init). */
-	if (write(out_fd, line, len) < 0) {
-		/* Nothing better to do with a message that cannot be written. */
-	}
+	put(line, len);
 }
 
 static void
@@ -137,9 +158,8 @@ msg_progress_live(void)
 void
 msg_progress_end(void)
 {
-	if (progress_open && write(out_fd, CLEAR_LINE, strlen(CLEAR_LINE)) < 0) {
-		/* Nothing sensible to do about a terminal that cannot be written. */
-	}
+	if (progress_open)
+		put(CLEAR_LINE, strlen(CLEAR_LINE));
 	progress_open = false;
 }
 

@@ -16,6 +16,8 @@
 /* How often a sweep looks whether the command's leftovers are gone: their deaths are not
  * all reported to us (their parents may be leftovers too). */
 #define SWEEP_LOOK (5 * NS_PER_MS)
+/* How long after SIGKILL a sweep still looks. */
+#define SWEEP_AFTER_KILL NS_PER_S
 
 enum stop_reason {
 	STOP_NONE,
@@ -35,8 +37,10 @@ struct state {
 	char last_error[512];
 	bool exited; /* the command was reaped */
 	int wait_status;
-	bool sweeping; /* what it left in its group was told to stop */
-	bool resumed;  /* the job was stopped and has been continued */
+	bool sweeping;      /* what it left in its group was told to stop */
+	int64_t sweep_end;  /* when a sweep stops looking (after SIGKILL: zombies only) */
+	bool resumed;       /* the job was stopped and has been continued */
+	sigset_t forwarded; /* the signals passed on to the command */
 };
 
 /* The words for what happens to the command when the lock is lost. */
@@ -166,6 +170,10 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	if (now >= st->kill_at) {
 		child_signal(s->child, SIGKILL);
 		st->kill_at = TIME_NEVER;
+		/* What SIGKILL leaves in the group is dead: zombies whose parent left the group
+		 * and never reaps them would keep a sweep waiting for ever. */
+		if (st->sweeping)
+			st->sweep_end = time_add(now, SWEEP_AFTER_KILL);
 	}
 	if (now >= watchdog_due(s->watchdog) && watchdog_start(s->watchdog) < 0) {
 		char buf[128];
@@ -223,7 +231,7 @@ reap(const struct supervision *s, struct state *st)
 static bool
 swept(const struct supervision *s, struct state *st, int64_t now)
 {
-	if (child_group_empty(s->child))
+	if (child_group_empty(s->child) || now >= st->sweep_end)
 		return true;
 	if (!st->sweeping) {
 		st->sweeping = true;
@@ -248,6 +256,7 @@ struct outcome
 supervise(const struct supervision *s)
 {
 	struct state st = {
+		.sweep_end = TIME_NEVER,
 		.renewed_at = s->lock->acquired_at,
 		.lease_end = lock_lease_deadline(s->lock, s->lock->acquired_at),
 		.max_hold_at =
@@ -257,6 +266,7 @@ supervise(const struct supervision *s)
 	int timer = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	struct outcome out = { 0 };
 
+	sigemptyset(&st.forwarded);
 	reap(s, &st);
 	for (;;) {
 		struct pollfd p[3] = {
@@ -290,8 +300,10 @@ supervise(const struct supervision *s)
 		while ((sig = signals_take(s->signals)) != 0) {
 			if (sig == SIGCHLD)
 				reap(s, &st);
-			else if (signals_forwarded(sig))
+			else if (signals_forwarded(sig)) {
 				child_signal(s->child, sig);
+				sigaddset(&st.forwarded, sig);
+			}
 		}
 		while (watchdog_take(s->watchdog, &ev))
 			on_event(s, &st, &ev);
@@ -303,6 +315,7 @@ supervise(const struct supervision *s)
 		close(timer);
 
 	out.status = child_exit_status(st.wait_status, &out.signal);
+	out.forwarded = out.signal && sigismember(&st.forwarded, out.signal);
 	out.lost = st.lost;
 	if (st.lost) {
 		out.status = STATUS_LOST;

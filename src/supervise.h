@@ -26,9 +26,10 @@ struct supervision {
 };
 
 struct outcome {
-	int status; /* what redlock-run exits with */
-	int signal; /* when non-zero, end by this signal instead (the command died of it) */
-	bool lost;  /* the lock was lost while the command ran */
+	int status;     /* what redlock-run exits with */
+	int signal;     /* when non-zero, end by this signal instead (the command died of it) */
+	bool lost;      /* the lock was lost while the command ran */
+	bool forwarded; /* signal is one redlock-run passed on (so no terminal sent it) */
 };
 
 /* Runs until the command has exited and nothing it left in its process group is running:

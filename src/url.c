@@ -193,8 +193,12 @@ static int
 parse_unix(struct redis_url *url, const char *s, char *err, size_t size)
 {
 	/* A path right away has no userinfo (and may hold '@'); else the userinfo ends where
-	 * "@/" starts the path, so that a password may hold '/'. */
-	const char *at = *s == '/' ? NULL : strstr(s, "@/");
+	 * the last "@/" starts the path: a password may hold '/' and even "@/", and nothing
+	 * of it can end up in the path (which messages name). */
+	const char *at = NULL;
+
+	for (const char *p = *s == '/' ? NULL : strstr(s, "@/"); p; p = strstr(p + 1, "@/"))
+		at = p;
 	const char *path = at ? at + 1 : s, *query;
 	size_t path_len;
 

@@ -337,3 +337,13 @@ EOF_CASES
 	assert_success
 	assert_output ran
 }
+
+@test "stderr to a file: the command's lines and redlock-run's all end up in it" {
+	"$RR" -v job -- sh -c 'echo from-the-command >&2; sleep 0.2; echo from-the-command-again >&2' \
+		2>"$BATS_TEST_TMPDIR/log"
+	run cat "$BATS_TEST_TMPDIR/log"
+	assert_line --regexp '^redlock-run: acquired job after '
+	assert_line from-the-command
+	assert_line from-the-command-again
+	assert_line "redlock-run: released job"
+}

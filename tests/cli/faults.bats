@@ -246,3 +246,61 @@ PY
 	(($(cat "$dir/count") < 40))
 	(($(now_ms) - start < 3000))
 }
+
+@test "a zombie that a parent gone from the group left behind does not keep the lock" {
+	"$RR" -t 3s job -c "python3 -c '
+import os, time
+if os.fork() == 0:
+    os._exit(0)  # a child that stays a zombie in the group...
+os.setpgid(0, 0)  # ...of a parent that moves out and never reaps it
+open(\"$dir/parent\", \"w\").write(str(os.getpid()))
+time.sleep(30)' 3>&- &
+		while [ ! -s $dir/parent ]; do sleep 0.01; done" &
+	p=$!
+	wait_until 5 test -s "$dir/parent"
+	start=$(now_ms)
+	reap "$p"
+	kill "$(cat "$dir/parent")"
+	assert_equal "$status" 0
+	# SIGTERM, SIGKILL after the grace period (1s), then one more second of looking
+	(($(now_ms) - start < 4000))
+}
+
+@test "stderr that is a full socket (the journal) never holds up stopping the command" {
+	run timeout 20 python3 - "$RR" <<'PY'
+import socket, subprocess, sys, time
+ours, theirs = socket.socketpair()
+ours.setblocking(False)
+try:
+    while True:
+        ours.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+ours.setblocking(True)  # the description the command shares blocks again
+start = time.monotonic()
+p = subprocess.run([sys.argv[1], "--max-hold", "300ms", "--grace", "200ms", "job", "--",
+                    "sh", "-c", "trap '' TERM; sleep 30"], stderr=ours)
+print(p.returncode, int((time.monotonic() - start) * 1000))
+PY
+	assert_success
+	read -r code ms <<<"$output"
+	assert_equal "$code" 124
+	((ms < 2000))
+}
+
+@test "-w bounds a wait even when the server freezes during it" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 10" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	start=$(now_ms)
+	"$RR" -w 1 job -- true 2>/dev/null &
+	waiter=$!
+	sleep 0.3
+	kill -STOP "$(redis_pid fault)"
+	reap "$waiter"
+	elapsed=$(($(now_ms) - start))
+	kill -CONT "$(redis_pid fault)"
+	kill "$holder"
+	assert_equal "$status" 69
+	((elapsed < 2500))
+}

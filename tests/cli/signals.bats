@@ -216,21 +216,58 @@ state() {
 	assert_output 0
 }
 
-@test "after Ctrl-Z, bg leaves the terminal with the shell" {
+@test "after Ctrl-Z, bg leaves the terminal with the shell, also when the command ends" {
 	interactive_shell
-	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 30" >&4
+	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 1.5" >&4
 	wait_until 5 test -s "$dir/command"
 	command=$(cat "$dir/command")
 	printf '\032' >&4 # Ctrl-Z
 	printf 'bg\n' >&4
 	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
-	# the shell still reads its terminal: it was not left in the background
+	# the shell still reads its terminal: it was not left in the background...
 	printf 'echo still-here > %s/here\n' "$dir" >&4
 	wait_until 5 test -s "$dir/here"
+	# ...nor when the job ends in the background
+	wait_until 5 gone "$command"
+	sleep 0.3
+	printf 'echo after-the-job > %s/after\n' "$dir" >&4
+	wait_until 5 test -s "$dir/after"
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+}
+
+@test "Ctrl-Z stops every process of the command, also one that ignores SIGTSTP" {
+	interactive_shell
+	printf '%q job -- sh -c %q\n' "$RR" \
+		"sh -c 'trap \"\" TSTP; echo \$\$ > $dir/worker; exec sleep 30' & wait" >&4
+	wait_until 5 test -s "$dir/worker"
+	printf '\032' >&4 # Ctrl-Z
+	printf 'echo back > %s/back\n' "$dir" >&4
+	wait_until 5 test -s "$dir/back"
+	# redlock-run and its watchdog are stopped: nothing of the command may run on
+	assert_equal "$(state "$(cat "$dir/worker")")" T
 	printf 'kill %%1; exit\n' >&4
 	exec 4>&-
 	reap "$shell"
-	wait_until 5 gone "$command"
+	wait_until 5 gone "$(cat "$dir/worker")"
+}
+
+@test "a signal that redlock-run passed on is not passed to the program that runs it" {
+	cat >"$dir/runner.py" <<EOT
+import os, signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "job", "--", "sh", "-c", "echo ready > $dir/ready; exec sleep 30"])
+while not os.path.exists("$dir/ready"):
+    time.sleep(0.01)
+p.send_signal(signal.SIGINT)  # cancels this one job, as a supervisor would
+code = p.wait()
+time.sleep(0.5)  # a KeyboardInterrupt would land here
+open("$dir/result", "w").write("survived %d" % code)
+EOT
+	# the program is the terminal's foreground process, redlock-run a member of its group
+	env --default-signal=INT script -qfec "python3 $dir/runner.py $RR" /dev/null </dev/null >/dev/null
+	run cat "$dir/result"
+	assert_output "survived -2"
 }
 
 @test "in a script run from a terminal, Ctrl-C stops the script too, as with flock" {

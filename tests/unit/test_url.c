@@ -138,6 +138,9 @@ main(void)
 	CHECK_STR(u.password, "p/w");
 	CHECK_STR(u.path, "/tmp/r.sock");
 	CHECK_INT(u.db, 1);
+	CHECK_INT(parse("unix://:s3cr@/t-part2@/tmp/r.sock"), 0); /* "@/" in a password */
+	CHECK_STR(u.password, "s3cr@/t-part2");
+	CHECK_STR(u.path, "/tmp/r.sock");
 	CHECK_INT(parse("unix:///tmp/at@sign.sock"), 0);
 	CHECK(u.user == NULL);
 	CHECK_STR(u.path, "/tmp/at@sign.sock");
