@@ -8,6 +8,7 @@ need_list() {
 meson|command -v meson|meson
 ninja|command -v ninja|ninja-build
 a C compiler|command -v cc|gcc
+C library headers|test -f /usr/include/stdio.h|libc6-dev
 pkg-config|command -v pkg-config|pkg-config
 hiredis|pkg-config --exists 'hiredis >= 0.14'|libhiredis-dev
 libuuid|pkg-config --exists uuid|uuid-dev
