@@ -187,6 +187,20 @@ state() {
 	read -r _ _ s _ <"/proc/$1/stat" && echo "$s"
 }
 
+# running PID: the process is not stopped.
+running() { [[ $(state "$1") != T ]]; }
+
+# fg_then_interrupt PID: types fg, then Ctrl-C once PID runs again, and leaves the status
+# the shell saw in $dir/status; the shell exits.
+fg_then_interrupt() {
+	printf 'fg\n' >&4
+	wait_until 5 running "$1"
+	printf '\003' >&4 # Ctrl-C
+	printf 'echo $? > %s/status; exit\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	exec 4>&-
+}
+
 @test "Ctrl-Z stops the command and redlock-run with it; fg continues both" {
 	interactive_shell
 	p=$shell
@@ -197,18 +211,10 @@ state() {
 	# the shell has its terminal back, and both processes are stopped
 	printf 'echo back > %s/back\n' "$dir" >&4
 	wait_until 5 test -s "$dir/back"
-	read -r _ _ state _ <"/proc/$command/stat"
-	assert_equal "$state" T
-	rr=$(ps -o ppid= -p "$command" | tr -d ' ')
-	read -r _ _ state _ <"/proc/$rr/stat"
-	assert_equal "$state" T
+	assert_equal "$(state "$command")" T
+	assert_equal "$(state "$(ps -o ppid= -p "$command" | tr -d ' ')")" T # redlock-run
 	# fg: both run on, and the command has the terminal again (Ctrl-C reaches it)
-	printf 'fg\n' >&4
-	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
-	printf '\003' >&4 # Ctrl-C
-	printf 'echo $? > %s/status; exit\n' "$dir" >&4
-	wait_until 5 test -s "$dir/status"
-	exec 4>&-
+	fg_then_interrupt "$command"
 	reap "$p"
 	run cat "$dir/status"
 	assert_output 130
@@ -223,7 +229,7 @@ state() {
 	command=$(cat "$dir/command")
 	printf '\032' >&4 # Ctrl-Z
 	printf 'bg\n' >&4
-	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
+	wait_until 5 running "$command"
 	# the shell still reads its terminal: it was not left in the background...
 	printf 'echo still-here > %s/here\n' "$dir" >&4
 	wait_until 5 test -s "$dir/here"
@@ -299,12 +305,7 @@ EOT
 	printf 'echo back > %s/back\n' "$dir" >&4
 	wait_until 5 test -s "$dir/back"
 	assert_equal "$(state "$command")" T
-	printf 'fg\n' >&4
-	wait_until 5 sh -c "read -r _ _ s _ </proc/$command/stat && [ \$s != T ]"
-	printf '\003' >&4 # Ctrl-C
-	printf 'echo $? > %s/status; exit\n' "$dir" >&4
-	wait_until 5 test -s "$dir/status"
-	exec 4>&-
+	fg_then_interrupt "$command"
 	reap "$shell"
 	run cat "$dir/status"
 	assert_output 130

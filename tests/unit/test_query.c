@@ -5,27 +5,21 @@
 #include "clock.h"
 #include "query.h"
 
-static char out[2048];
-
+/* What print writes for key and st. */
 static const char *
-as_json(const char *key, const struct lock_state *st)
+printed(void (*print)(FILE *, const char *, const struct lock_state *), const char *key,
+	const struct lock_state *st)
 {
+	static char out[2048];
 	FILE *f = fmemopen(out, sizeof(out), "w");
 
-	query_print_json(f, key, st);
+	print(f, key, st);
 	fclose(f);
 	return out;
 }
 
-static const char *
-as_text(const char *key, const struct lock_state *st)
-{
-	FILE *f = fmemopen(out, sizeof(out), "w");
-
-	query_print_text(f, key, st);
-	fclose(f);
-	return out;
-}
+#define as_json(key, st) printed(query_print_json, key, st)
+#define as_text(key, st) printed(query_print_text, key, st)
 
 int
 main(void)
