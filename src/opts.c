@@ -18,7 +18,7 @@ enum {
 	OPT_JSON,
 };
 
-static const char short_options[] = "+:r:t:nw:E:c:vqhV";
+static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
 
 static const struct option long_options[] = {
 	{ "redis", required_argument, NULL, 'r' },
@@ -30,6 +30,7 @@ static const struct option long_options[] = {
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "command", required_argument, NULL, 'c' },
+	{ "exclusive", no_argument, NULL, 'x' },
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
@@ -67,6 +68,7 @@ opts_print_help(FILE *out)
 		"  -E, --conflict-exit-code N",
 		"                             exit status when the lock is not acquired (75)",
 		"  -c, --command STRING       run STRING with $SHELL -c (or /bin/sh)",
+		"  -x, -e, --exclusive        an exclusive lock: the only kind there is (as flock)",
 		"      --on-lost term|kill|ignore",
 		"                             what happens to COMMAND if the lock is lost",
 		"                             (term: SIGTERM, then SIGKILL after --grace)",
@@ -269,6 +271,11 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			break;
 		case 'c':
 			shell_string = optarg;
+			break;
+		case 'x':
+		case 'e':
+			/* flock's names for the only mode there is: scripts written for flock
+			 * pass them. */
 			break;
 		case OPT_ON_LOST:
 			if (parse_on_lost(optarg, &o->on_lost) < 0)

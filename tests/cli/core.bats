@@ -45,6 +45,21 @@ section() {
 	((b_start >= a_end))
 }
 
+@test "flock's -x, -e and --exclusive name the one kind of lock: excluded like any other" {
+	"$RR" -x job -- sleep 5 &
+	holder=$!
+	wait_until 5 rcli exists job
+	run "$RR" -e -n job -- echo never
+	assert_equal "$status" 75
+	run "$RR" --exclusive --nb job -- echo never
+	assert_equal "$status" 75
+	kill "$holder"
+	reap "$holder"
+	run "$RR" --exclusive job -- echo ran
+	assert_success
+	assert_output ran
+}
+
 @test "-n against a held lock exits 75 at once and silently; -E 0 makes it 0" {
 	"$RR" job -- sleep 5 &
 	holder=$!
@@ -278,7 +293,7 @@ section() {
 		assert_equal "$output" ""
 	done <<'EOF_CASES'
 --bogus job true
--x job true
+-y job true
 
 job
 job --

@@ -100,6 +100,17 @@ main(void)
 	REFUSED("-c and a COMMAND cannot be given together", "-c", "x", "k", "y");
 	REFUSED("-c requires exactly one command argument", "-c", "x", "k", "-c", "y");
 
+	/* flock's names for an exclusive lock, the only kind: accepted, alone or clustered. */
+	CHECK_INT(PARSE("-x", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.key, "k");
+	DONE();
+	CHECK_INT(PARSE("-e", "--exclusive", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.key, "k");
+	DONE();
+	CHECK_INT(PARSE("-xn", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, 0);
+	DONE();
+
 	/* Waiting. */
 	CHECK_INT(PARSE("-n", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.wait, 0);
@@ -206,9 +217,9 @@ main(void)
 	REFUSED("missing COMMAND after KEY", "k", "--");
 	REFUSED("unknown option '--bogus'", "--bogus", "k", "true");
 	REFUSED("unknown option '--bogus'", "--bogus=1", "k", "true");
-	REFUSED("unknown option '-x'", "-x", "k", "true");
-	REFUSED("unknown option '-x'", "-nx", "k", "true");
-	REFUSED("unknown option '-x'", "--nb", "-xn", "k", "true");
+	REFUSED("unknown option '-y'", "-y", "k", "true");
+	REFUSED("unknown option '-y'", "-ny", "k", "true");
+	REFUSED("unknown option '-y'", "--nb", "-yn", "k", "true");
 	REFUSED("option '-w' requires an argument", "-w");
 	REFUSED("option '--ttl' requires an argument", "--ttl");
 	REFUSED("option '--nb' does not take an argument", "--nb=1", "k", "true");
