@@ -48,7 +48,7 @@ section() {
 @test "flock's -x, -e and --exclusive name the one kind of lock: excluded like any other" {
 	"$RR" -x job -- sleep 5 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	run "$RR" -e -n job -- echo never
 	assert_equal "$status" 75
 	run "$RR" --exclusive --nb job -- echo never
@@ -63,7 +63,7 @@ section() {
 @test "-n against a held lock exits 75 at once and silently; -E 0 makes it 0" {
 	"$RR" job -- sleep 5 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	start=$(now_ms)
 	run --separate-stderr "$RR" -n job -- echo never
 	assert_equal "$status" 75
@@ -82,7 +82,7 @@ section() {
 @test "-w 0.5 against a held lock gives up between 0.4 and 1.5 seconds" {
 	"$RR" job -- sleep 10 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	start=$(now_ms)
 	run "$RR" -w 0.5 job -- echo never
 	elapsed=$(($(now_ms) - start))
@@ -96,7 +96,7 @@ section() {
 @test "-w 0 is -n, and -n wins over -w" {
 	"$RR" job -- sleep 10 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	start=$(now_ms)
 	run "$RR" -w 0 job -- true
 	assert_equal "$status" 75
@@ -171,7 +171,7 @@ section() {
 @test "a command running three TTLs keeps the lock: every -n contender gets 75" {
 	"$RR" -t 300ms job -- sleep 1.2 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	tries=0
 	while kill -0 "$holder" 2>/dev/null && ((tries < 10)); do
 		run "$RR" -n job -- true

@@ -42,7 +42,7 @@ teardown() {
 @test "the server restarts empty: loss detected, the command stopped, exit 76" {
 	"$RR" -t 1s job -- sleep 30 2>"$dir/err" &
 	p=$!
-	wait_until 5 rcli_on fault exists job
+	wait_until 5 held_on fault job
 	redis_stop fault
 	redis_start fault
 	reap "$p"
@@ -69,7 +69,7 @@ teardown() {
 @test "another holder took the key: the message names it" {
 	"$RR" -t 600ms job -- sleep 30 2>"$dir/err" &
 	p=$!
-	wait_until 5 rcli_on fault exists job
+	wait_until 5 held_on fault job
 	rcli_on fault set job "00000000-0000-4000-8000-000000000000:otherhost:4242" >/dev/null
 	reap "$p"
 	assert_equal "$status" 76

@@ -11,6 +11,11 @@ setup_file() {
 
 teardown_file() {
 	main_server_stop
+}
+
+# Two scenarios start a TCP server of their own: each stops it, or the first would be left
+# running when the second reuses its name.
+teardown() {
 	redis_stop tcp
 }
 

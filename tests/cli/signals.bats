@@ -116,7 +116,7 @@ EOT
 @test "SIGTERM while waiting for a held lock: exit 143 at once, the holder's lock untouched" {
 	"$RR" job -- sleep 30 &
 	holder=$!
-	wait_until 5 rcli exists job
+	wait_until 5 held_on main job
 	token=$(rcli get job)
 	"$RR" -v job -- echo never 2>"$dir/waiter.err" &
 	waiter=$!
