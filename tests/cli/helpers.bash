@@ -48,6 +48,33 @@ redis_start_tcp() {
 	return 1
 }
 
+# relay_start NAME: a relay (relay.py) in front of server NAME, on the Unix socket
+# $(relay_sock NAME), misbehaving as the first line of $(relay_mode NAME) says (pass, delay MS,
+# drop, drop-once, blackhole, refuse); its pid in $relay, stopped by relay_stop.
+relay_start() {
+	local d
+	d=$(redis_dir "$1")
+	rm -f "$d/relay.ready"
+	python3 "$SOURCE_ROOT/tests/cli/relay.py" --listen "$d/relay.sock" \
+		--target "$(redis_sock "$1")" --control "$d/relay.mode" --ready "$d/relay.ready" \
+		--log "$d/relay.log" 3>&- &
+	relay=$!
+	wait_until 5 test -s "$d/relay.ready"
+}
+relay_sock() { echo "$(redis_dir "$1")/relay.sock"; }
+relay_mode() { echo "$(redis_dir "$1")/relay.mode"; }
+# relay_set NAME MODE: switches the relay's behaviour at once (atomically, by rename).
+relay_set() {
+	echo "$2" >"$(relay_mode "$1").tmp"
+	mv "$(relay_mode "$1").tmp" "$(relay_mode "$1")"
+}
+relay_stop() {
+	[ -n "${relay:-}" ] || return 0
+	kill "$relay" 2>/dev/null || true
+	wait_until 5 gone "$relay"
+	relay=
+}
+
 redis_dir() { echo "$BATS_FILE_TMPDIR/redis-$1"; }
 redis_sock() { echo "$(redis_dir "$1")/redis.sock"; }
 redis_port() { cat "$(redis_dir "$1")/port"; }
