@@ -27,7 +27,8 @@ struct conn {
 	const struct redis_url *url;
 	int fd;
 	redisReader *reader;
-	char *out; /* formatted commands not yet written */
+	void *pending; /* a reply conn_wait found ready, for conn_recv to hand out */
+	char *out;     /* formatted commands not yet written */
 	size_t out_len, out_sent;
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
@@ -101,6 +102,9 @@ conn_close(struct conn *c)
 	if (c->reader)
 		redisReaderFree(c->reader);
 	c->reader = NULL;
+	if (c->pending)
+		freeReplyObject(c->pending);
+	c->pending = NULL;
 	free(c->out);
 	c->out = NULL;
 	c->out_len = c->out_sent = 0;
@@ -462,26 +466,23 @@ read_some(struct conn *c)
 }
 
 enum conn_result
-conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd)
+conn_wait(struct conn *c, int64_t deadline, int intr_fd)
 {
 	if (c->fd < 0)
 		return fail(c, CONN_FAILED, "not connected to %s", c->address);
-	for (;;) {
-		void *r = NULL;
+	while (!c->pending) {
 		enum conn_result res;
 		short revents = 0;
 
-		if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
+		if (redisReaderGetReply(c->reader, &c->pending) != REDIS_OK)
 			return fail(c, CONN_FAILED, "protocol error from %s: %s", c->address,
 				    c->reader->errstr);
-		if (r) {
-			*reply = r;
-			return CONN_OK;
-		}
+		if (c->pending)
+			break;
 		res = wait_fd(c->fd, (short)(POLLIN | (c->out_len ? POLLOUT : 0)), deadline,
 			      intr_fd, &revents);
 		if (res == CONN_TIMEOUT)
-			return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
+			return res;
 		if (res == CONN_FAILED)
 			return fail_errno(c, "lost the connection to", errno);
 		if (res == CONN_INTERRUPTED)
@@ -491,6 +492,23 @@ conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd)
 		if ((revents & (POLLIN | POLLHUP | POLLERR)) && (res = read_some(c)) != CONN_OK)
 			return res;
 	}
+	return CONN_OK;
+}
+
+enum conn_result
+conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd)
+{
+	enum conn_result res = conn_wait(c, deadline, intr_fd);
+
+	/* A reply that comes after we stopped waiting would be taken for the answer to the
+	 * next request: a connection that timed out is closed. */
+	if (res == CONN_TIMEOUT)
+		return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
+	if (res == CONN_OK) {
+		*reply = c->pending;
+		c->pending = NULL;
+	}
+	return res;
 }
 
 enum conn_result

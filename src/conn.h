@@ -57,6 +57,14 @@ int conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen
  */
 enum conn_result conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd);
 
+/*
+ * Waits until the next reply has arrived whole, so that conn_recv hands it out at once
+ * (CONN_OK), until deadline (CONN_TIMEOUT) or until intr_fd is readable (CONN_INTERRUPTED);
+ * unlike conn_recv, both leave the connection open with the reply still to come. A caller
+ * that gives up on it must close the connection.
+ */
+enum conn_result conn_wait(struct conn *c, int64_t deadline, int intr_fd);
+
 /* conn_send and conn_recv in one. */
 enum conn_result conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd,
 			   int argc, const char **argv, const size_t *argvlen);

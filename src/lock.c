@@ -314,8 +314,22 @@ lock_describe_holder(const char *value, char *buf, size_t size)
 enum acquire_reply {
 	REPLY_ACQUIRED,
 	REPLY_HELD,
+	REPLY_NOT_NOW, /* the server cannot run it yet: it is loading its data, or busy */
 	REPLY_REFUSED,
 };
+
+/* An error reply that says "not now" rather than "no": a restarted server still loading its
+ * data, one busy with a long script, a replica that lost its master. */
+static bool
+not_now(const char *error)
+{
+	static const char *const prefixes[] = { "LOADING ", "BUSY ", "MASTERDOWN " };
+
+	for (size_t i = 0; i < ARRAY_LEN(prefixes); i++)
+		if (strncmp(error, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
 
 /* Reads the acquire script's reply into l. */
 static enum acquire_reply
@@ -326,7 +340,7 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 	if (reply_type(r) == REPLY_ERROR) {
 		set_error(l, "%s refused to take %s: %s", conn_address(c), l->key,
 			  reply_string(r, NULL));
-		return REPLY_REFUSED;
+		return not_now(reply_string(r, NULL)) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
 	    reply_type(e0 = reply_element(r, 0)) != REPLY_INTEGER ||
@@ -348,53 +362,42 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 	return REPLY_HELD;
 }
 
-/*
- * Blocks until a release wakes us (BLPOP on the wake list), the holder's lease would have
- * run out, or `until`, whichever comes first. A lost wake-up or a crashed holder costs at
- * most the lease. A lock that never expires was not taken by redlock-run and wakes nobody:
- * it is looked at again twice a second.
- */
-static enum conn_result
-wait_for_release(struct lock *l, struct conn *c, int64_t until, int64_t io_cap, int intr_fd)
-{
-	int64_t now = clock_now(), block;
-	char seconds[32];
-	struct reply *r;
-	enum conn_result res;
-
-	block = until - now;
-	block = time_min(block, l->holder_ttl >= 0 ? l->holder_ttl : LOCK_HANDOFF / 2);
-	if (block < NS_PER_MS)
-		return CONN_OK; /* about to end anyway: just try again */
-	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
-	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
-	res = conn_call(c, &r, time_min(now + block + l->io_timeout, io_cap), intr_fd, 3,
-			(const char *[]){ "BLPOP", l->wake_key, seconds },
-			(size_t[]){ 5, strlen(l->wake_key), strlen(seconds) });
-	if (res == CONN_INTERRUPTED) {
-		conn_close(c); /* the only way to take back a blocked request */
-		return res;
-	}
-	if (res != CONN_OK)
-		return res;
-	if (reply_type(r) == REPLY_ERROR) {
-		set_error(l, "%s refused to wait on %s: %s", conn_address(c), l->wake_key,
-			  reply_string(r, NULL));
-		res = CONN_REFUSED;
-	}
-	reply_free(r);
-	return res;
-}
-
 /* What lock_acquire carries from one attempt to the next. */
 struct acquisition {
 	int64_t wait;          /* as asked: 0 (-n), ns, or WAIT_FOREVER */
 	int64_t wait_deadline; /* when waiting ends */
 	int64_t io_cap;        /* no request may outlast this */
 	int64_t unsure_since;  /* when a request whose outcome we do not know went out, or -1 */
-	int64_t pause;         /* how long to pause before asking about it again */
+	int64_t answered_at;   /* when the server last answered; -1: never, in this run */
+	int64_t pause;         /* the pause before trying a silent server again; 0 while it
+				* answers */
+	bool seen_held;        /* the server said another holds the lock */
 	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
 };
+
+bool
+lock_grant_in_time(const struct lock *l, int64_t valid_until, int64_t now)
+{
+	return valid_until - now >= lock_lease_deadline(l, 0) - l->ttl / 3;
+}
+
+/*
+ * A grant that came too late to count is given back at once (for a moment it may still be
+ * ours, and a waiter may be woken by it), and says why in l->error.
+ */
+static void
+give_back(struct lock *l, struct conn *c, int64_t sent)
+{
+	int64_t now = clock_now();
+	char took[32], ttl[32];
+
+	lock_release(l, c, now + time_min(l->io_timeout, l->ttl), -1);
+	set_error(l, "the grant of %s came %s after the request, too late for a lease of %s",
+		  l->key, duration_format(now - sent, took, sizeof(took)),
+		  duration_format(l->ttl, ttl, sizeof(ttl)));
+	l->holder[0] = '\0';
+	msg_info("%s; gave it back", l->error);
+}
 
 /* Records why we stopped with a request unanswered: a lock it took expires by itself. */
 static void
@@ -425,16 +428,68 @@ settle_interrupted(struct lock *l, struct conn *c)
 }
 
 /*
- * How long to keep asking about a request whose outcome we do not know: until any lock it
- * took has expired by itself, but not past the wait (-w), and with -n no longer than one
- * request may take.
+ * How long to keep trying a server that does not answer. While waiting with -w: until the
+ * wait ends. While waiting without end, once the server has answered: LOCK_OUTAGE after its
+ * last answer, long enough for a restart or a failover. Otherwise (-n, or a server that never
+ * answered: more likely a wrong URL than an outage) not at all, unless a request may have
+ * landed: then it is asked about again until any lock it took has expired by itself, and with
+ * -n no longer than one request may take.
  */
 static int64_t
 give_up_point(const struct lock *l, const struct acquisition *q)
 {
-	int64_t t = time_min(time_add(q->unsure_since, l->ttl), q->io_cap);
+	int64_t t;
 
+	if (q->wait > 0)
+		return q->wait_deadline;
+	if (q->wait == WAIT_FOREVER && q->answered_at >= 0)
+		return time_add(q->answered_at, LOCK_OUTAGE);
+	if (q->unsure_since < 0)
+		return 0;
+	t = time_add(q->unsure_since, l->ttl);
 	return q->wait == 0 ? time_min(t, q->unsure_since + l->io_timeout) : t;
+}
+
+/*
+ * The server did not answer (l->error says how), or said "not now": pauses, 10ms at first and
+ * twice as long each time up to a tenth of the TTL (so that a request that may have landed is
+ * asked about several times within its lease) and at most a second. LOCK_ACQUIRED means "try
+ * again"; otherwise, how to end: when a wait ran out, 75 if the lock was seen held, else 69.
+ */
+static enum lock_result
+retry_later(struct lock *l, struct acquisition *q, int intr_fd)
+{
+	int64_t now = clock_now(), give_up = give_up_point(l, q);
+	char why[sizeof(l->error)];
+
+	if (now >= give_up) {
+		if (q->unsure_since >= 0) {
+			snprintf(why, sizeof(why), "%s", l->error);
+			set_unsure_error(l, why);
+		}
+		if (q->wait > 0 && q->seen_held) {
+			if (q->unsure_since >= 0)
+				msg_warn("%s", l->error);
+			return LOCK_BUSY;
+		}
+		return LOCK_UNAVAILABLE;
+	}
+	if (!q->pause)
+		msg_info("%s; trying again%s", l->error,
+			 q->wait > 0	     ? " until the wait ends"
+			 : q->wait == 0 || q->answered_at < 0 ? ""
+						     : " for up to a minute");
+	q->pause = q->pause ? time_min(2 * q->pause, time_min(time_max(l->ttl / 10, 10 * NS_PER_MS),
+							      NS_PER_S))
+			    : 10 * NS_PER_MS;
+	if (clock_sleep_until(time_min(now + q->pause, give_up), intr_fd) < 0) {
+		if (q->unsure_since >= 0) {
+			set_unsure_error(l, "interrupted");
+			msg_warn("%s", l->error);
+		}
+		return LOCK_INTERRUPTED;
+	}
+	return LOCK_ACQUIRED;
 }
 
 /*
@@ -481,61 +536,72 @@ attempt(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd,
 	return res;
 }
 
-/*
- * A request may have landed without our hearing of it: ask again with the same value
- * (which settles it) after a pause that doubles each time, until any lock it took must
- * have expired anyway. LOCK_ACQUIRED means "ask again"; otherwise, how to end.
- */
-static enum lock_result
-ask_again(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
+/* The waiting line: who holds the lock, and how much of their lease is left. */
+static void
+show_wait(struct lock *l, struct acquisition *q, int64_t left)
 {
-	int64_t give_up = give_up_point(l, q);
+	char holder[LOCK_HOLDER_MAX], buf[32];
 
-	if (clock_now() >= give_up) {
-		set_unsure_error(l, conn_error(c));
-		return LOCK_UNAVAILABLE;
-	}
-	q->pause = q->pause ? time_min(2 * q->pause, time_max(l->ttl / 10, 10 * NS_PER_MS))
-			    : 10 * NS_PER_MS;
-	msg_info("%s; asking again", conn_error(c));
-	if (clock_sleep_until(time_min(clock_now() + q->pause, give_up), intr_fd) < 0) {
-		set_unsure_error(l, "interrupted");
-		msg_warn("%s", l->error);
-		return LOCK_INTERRUPTED;
-	}
-	return LOCK_ACQUIRED;
+	msg_progress("waiting for %s (held by %s, %s left)", l->key,
+		     lock_describe_holder(l->holder, holder, sizeof(holder)),
+		     left >= 0 ? duration_format(left, buf, sizeof(buf)) : "no expiry");
+	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);
 }
 
 /*
- * Another holds the lock: says so (a live line is redrawn at every attempt, a log names
- * each holder once) and waits for the release to wake us. LOCK_ACQUIRED means "try
- * again"; otherwise, how to end.
+ * Another holds the lock: says so (a live line is redrawn every second, a log names each
+ * holder once) and blocks until a release wakes us (BLPOP on the wake list), the holder's
+ * lease would have run out, or the wait ends, whichever comes first: a lost wake-up or a
+ * crashed holder costs at most the lease. A lock that never expires was not taken by
+ * redlock-run and wakes nobody: it is looked at again twice a second.
+ *
+ * The end is kept on our clock, to the millisecond: the server times a blocked client out
+ * only at its next tick, up to 1/hz late. Then the connection is closed. A wake-up it may
+ * have been handing us meanwhile is not lost to the next waiter: the attempt that follows
+ * finds the lock free and takes it. LOCK_ACQUIRED means "try again"; otherwise, how to end.
  */
 static enum lock_result
 wait_turn(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
 {
-	char holder[LOCK_HOLDER_MAX], left[32];
+	int64_t now = clock_now(), block, end;
+	char seconds[32];
+	struct reply *r;
 	enum conn_result res;
 
 	if (msg_progress_live() || strcmp(q->shown, l->holder) != 0)
-		msg_progress("waiting for %s (held by %s, %s left)", l->key,
-			     lock_describe_holder(l->holder, holder, sizeof(holder)),
-			     l->holder_ttl >= 0 ? duration_format(l->holder_ttl, left, sizeof(left))
-						: "no expiry");
-	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);
-	/* A live line is redrawn every second. */
-	res = wait_for_release(l, c,
-			       msg_progress_live()
-				       ? time_min(q->wait_deadline, clock_now() + NS_PER_S)
-				       : q->wait_deadline,
-			       q->io_cap, intr_fd);
-	if (res == CONN_INTERRUPTED)
+		show_wait(l, q, l->holder_ttl);
+	block = time_min(q->wait_deadline - now,
+			 l->holder_ttl >= 0 ? l->holder_ttl : LOCK_HANDOFF / 2);
+	if (block < NS_PER_MS)
+		return LOCK_ACQUIRED; /* about to end anyway: just try again */
+	end = now + block;
+	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
+	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
+	if (conn_send(c, 3, (const char *[]){ "BLPOP", l->wake_key, seconds },
+		      (size_t[]){ 5, strlen(l->wake_key), strlen(seconds) }) < 0)
+		return LOCK_ACQUIRED; /* out of memory: closed, and the next attempt says so */
+	while ((res = conn_wait(c, msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
+				intr_fd)) == CONN_TIMEOUT) {
+		int64_t t = clock_now();
+		if (t >= end) {
+			conn_close(c);
+			return LOCK_ACQUIRED;
+		}
+		show_wait(l, q, l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
+	}
+	if (res == CONN_INTERRUPTED) {
+		conn_close(c); /* the only way to take back a blocked request */
 		return LOCK_INTERRUPTED;
+	}
+	/* Woken, or the connection broke (the next attempt reconnects): try again. */
+	if (res != CONN_OK || conn_recv(c, &r, end, -1) != CONN_OK)
+		return LOCK_ACQUIRED;
+	res = reply_type(r) == REPLY_ERROR ? CONN_REFUSED : CONN_OK;
 	if (res == CONN_REFUSED)
-		return LOCK_UNAVAILABLE;
-	/* Woken, timed out, or the connection broke (the next attempt reconnects): in every
-	 * case, try again. */
-	return LOCK_ACQUIRED;
+		set_error(l, "%s refused to wait on %s: %s", conn_address(c), l->wake_key,
+			  reply_string(r, NULL));
+	reply_free(r);
+	return res == CONN_OK ? LOCK_ACQUIRED : LOCK_UNAVAILABLE;
 }
 
 enum lock_result
@@ -546,6 +612,7 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 		.wait = wait,
 		.wait_deadline = wait == WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
 		.unsure_since = -1,
+		.answered_at = -1,
 	};
 	enum lock_result out = LOCK_ACQUIRED;
 
@@ -567,30 +634,46 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 				msg_warn("%s", l->error);
 			}
 			out = LOCK_INTERRUPTED;
-		} else if (res != CONN_OK && !sending && q.unsure_since < 0) {
-			set_error(l, "%s", conn_error(c)); /* nothing was ever sent: plainly down */
-			out = LOCK_UNAVAILABLE;
-		} else if (res != CONN_OK) {
-			if (q.unsure_since < 0)
+			break;
+		}
+		if (res != CONN_OK) {
+			set_error(l, "%s", conn_error(c));
+			if (sending && q.unsure_since < 0)
 				q.unsure_since = sent;
-			out = ask_again(l, c, &q, intr_fd);
-		} else if (a == REPLY_REFUSED) {
+		}
+		if (res != CONN_OK || a == REPLY_NOT_NOW) {
+			out = retry_later(l, &q, intr_fd);
+			continue;
+		}
+		if (q.pause)
+			msg_info("%s answers again", conn_address(c));
+		q.answered_at = clock_now();
+		q.pause = 0;
+		if (a == REPLY_REFUSED) {
 			if (q.unsure_since >= 0) { /* an earlier request stays unsettled */
 				char why[sizeof(l->error)];
 				snprintf(why, sizeof(why), "%s", l->error);
 				set_unsure_error(l, why);
 			}
 			out = LOCK_UNAVAILABLE;
-		} else if (a == REPLY_ACQUIRED) {
-			l->acquired_at = sent;
 			break;
-		} else if (wait == 0 || clock_now() >= q.wait_deadline) {
-			out = LOCK_BUSY;
-		} else {
-			q.unsure_since = -1;
-			q.pause = 0;
-			out = wait_turn(l, c, &q, intr_fd);
 		}
+		/* An answer for our value settles every request before it: the script is
+		 * idempotent. */
+		q.unsure_since = -1;
+		if (a == REPLY_ACQUIRED) {
+			if (lock_grant_in_time(l, lock_lease_deadline(l, sent), q.answered_at)) {
+				l->acquired_at = sent;
+				break;
+			}
+			give_back(l, c, sent);
+		} else {
+			q.seen_held = true;
+		}
+		if (wait == 0 || clock_now() >= q.wait_deadline)
+			out = LOCK_BUSY;
+		else if (a == REPLY_HELD)
+			out = wait_turn(l, c, &q, intr_fd);
 	}
 	msg_progress_end();
 	return out;

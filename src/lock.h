@@ -32,6 +32,9 @@ struct lock {
 
 #define LOCK_IO_TIMEOUT (5 * NS_PER_S)
 #define LOCK_LAST_ANSWER (250 * NS_PER_MS)
+/* How long a wait without end rides out a server that stopped answering: a restart, or a
+ * Sentinel failover with its default 30s of down-after-milliseconds. */
+#define LOCK_OUTAGE (60 * NS_PER_S)
 /* How long a wake-up waits for a waiter that is between its attempt and its BLPOP, and how
  * much longer than the holder's lease a waiter stays registered. */
 #define LOCK_HANDOFF (1000 * NS_PER_MS)
@@ -48,9 +51,18 @@ void lock_free(struct lock *l);
  * clock: sent + TTL, less the allowance for clock drift (1% of TTL + 2 ms). */
 int64_t lock_lease_deadline(const struct lock *l, int64_t sent);
 
+/*
+ * Whether a grant whose lease is valid until valid_until (see lock_lease_deadline) still
+ * counts at now: only while two thirds of it are ahead, which leaves the time to start the
+ * command and renew. Its answer must come within a third of the TTL of the request, as a
+ * renewal's must; a later one may already belong to the next holder.
+ */
+bool lock_grant_in_time(const struct lock *l, int64_t valid_until, int64_t now);
+
 enum lock_result {
 	LOCK_ACQUIRED,    /* l->fence and l->acquired_at are set */
-	LOCK_BUSY,        /* held by another (l->holder): -n, or the wait ran out */
+	LOCK_BUSY,        /* not acquired: -n, or the wait ran out; l->holder names who held
+			   * it, or is empty and l->error says why (a grant came too late) */
 	LOCK_INTERRUPTED, /* intr_fd became readable; no lock was left behind */
 	LOCK_UNAVAILABLE, /* Redis could not be reached, or refused: l->error says why */
 };
@@ -58,7 +70,10 @@ enum lock_result {
 /*
  * Takes the lock, waiting up to `wait` ns (0: not at all; WAIT_FOREVER) while another
  * holds it. c is opened, and reopened, as needed. A request whose reply is lost is sent
- * again with the same token, which settles it, never abandons it. meanwhile (may be NULL)
+ * again with the same token, which settles it, never abandons it. A grant that comes too
+ * late (lock_grant_in_time) is given back, as if the lock had been held. While waiting, a
+ * server that stops answering is tried again until the wait ends (see give_up_point in
+ * lock.c). meanwhile (may be NULL)
  * is called once, as soon as the first request is on its way: work that then overlaps
  * with the round trip.
  */

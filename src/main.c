@@ -59,9 +59,12 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 				 duration_format(waited, buf, sizeof(buf)), l->fence);
 			return;
 		case LOCK_BUSY:
-			msg_info("%s is held by %s; giving up%s", l->key,
-				 lock_describe_holder(l->holder, holder, sizeof(holder)),
-				 o->wait ? " after waiting" : "");
+			if (l->holder[0])
+				msg_info("%s is held by %s; giving up%s", l->key,
+					 lock_describe_holder(l->holder, holder, sizeof(holder)),
+					 o->wait ? " after waiting" : "");
+			else
+				msg_info("%s; giving up", l->error);
 			child_free(ch);
 			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:

@@ -288,7 +288,7 @@ PY
 	((ms < 2000))
 }
 
-@test "-w bounds a wait even when the server freezes during it" {
+@test "-w bounds a wait even when the server freezes during it: 75, the lock was seen held" {
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 10" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
@@ -301,6 +301,7 @@ PY
 	elapsed=$(($(now_ms) - start))
 	kill -CONT "$(redis_pid fault)"
 	kill "$holder"
-	assert_equal "$status" 69
-	((elapsed < 2500))
+	assert_equal "$status" 75
+	# the wait, and at most 250ms for the last attempt's answer
+	((elapsed < 1800))
 }
