@@ -93,6 +93,17 @@ conn_is_open(const struct conn *c)
 	return c->fd >= 0;
 }
 
+bool
+conn_check(struct conn *c)
+{
+	struct pollfd p = { c->fd, POLLIN, 0 };
+
+	/* On an idle connection nothing is due: anything readable is the end of it. */
+	if (c->fd >= 0 && !c->out_len && poll(&p, 1, 0) > 0)
+		conn_close(c);
+	return c->fd >= 0;
+}
+
 void
 conn_close(struct conn *c)
 {

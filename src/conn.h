@@ -41,6 +41,9 @@ void conn_free(struct conn *c);
  */
 enum conn_result conn_open(struct conn *c, int64_t deadline, int intr_fd);
 bool conn_is_open(const struct conn *c);
+/* Closes c if the server hung up while it sat idle (nothing sent is lost then); true while
+ * it is open. Costs one poll, no round trip. */
+bool conn_check(struct conn *c);
 void conn_close(struct conn *c);
 /* Closes c and forgets the address it reached: the next conn_open resolves the host name
  * again (the server there answered in a way that says it may not be ours any more). */

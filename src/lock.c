@@ -82,14 +82,18 @@ static struct script script_renew = {
 };
 
 /*
- * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters; ARGV[1] our value,
- * ARGV[2] the handoff allowance in ms. Returns 1 when deleted, 0 when not ours.
+ * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter;
+ * ARGV[1] our value, ARGV[2] the handoff allowance in ms. Returns 1 when deleted; when not
+ * ours, 0, or -1 if the fence counter is gone as well (the server lost its data).
  *
  * Deleting wakes the longest-blocked waiter, if any is registered and still within its
  * time: one element on the wake list, which BLPOP hands to exactly one client.
  */
 static struct script script_release = {
-	.text = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+	.text = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
+		"  return -1\n"
+		"end\n"
 		"redis.call('DEL', KEYS[1])\n"
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
@@ -734,25 +738,35 @@ enum lock_release_result
 lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 {
 	char handoff[24];
-	const char *args[5] = { l->key, l->wake_key, l->waiting_key, l->value, handoff };
+	const char *args[6] = { l->key, l->wake_key, l->waiting_key, l->fence_key, l->value,
+				handoff };
 	struct reply *r = NULL;
 	enum conn_result res = CONN_FAILED;
 	enum lock_release_result out;
+	bool unsure = false; /* a request went out and its reply was lost */
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	/* The connection may have sat idle for as long as the command ran: when it turns
-	 * out to be dead, one fresh one is worth trying (the release is idempotent). */
+	/* The connection may have sat idle for as long as the command ran: a server that hung
+	 * up meanwhile is found out before anything is sent, and one broken while the request
+	 * was out is worth one more try on a fresh one (the release is idempotent). */
+	conn_check(c);
 	for (int tries = 0; tries < 2 && res == CONN_FAILED; tries++) {
 		if (!conn_is_open(c) && (res = conn_open(c, deadline, intr_fd)) != CONN_OK)
 			break;
-		res = eval(c, &script_release, 3, 5, args, deadline, intr_fd, &r);
+		res = eval(c, &script_release, 4, 6, args, deadline, intr_fd, &r);
+		unsure = unsure || res == CONN_FAILED;
 	}
 	if (res != CONN_OK) {
 		set_error(l, "%s", res == CONN_INTERRUPTED ? "interrupted" : conn_error(c));
 		return LOCK_RELEASE_FAILED;
 	}
+	l->answered_at = clock_now();
 	if (reply_type(r) == REPLY_INTEGER)
-		out = reply_integer(r) == 1 ? LOCK_RELEASED : LOCK_RELEASE_GONE;
+		/* Not ours, after a request that may have landed: most likely that request
+		 * deleted it, unless the server lost its data (which no release does). */
+		out = reply_integer(r) == 1			 ? LOCK_RELEASED
+		      : unsure && reply_integer(r) == 0 ? LOCK_RELEASE_UNCONFIRMED
+							 : LOCK_RELEASE_GONE;
 	else {
 		set_error(l, "%s refused to release %s: %s", conn_address(c), l->key,
 			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)

@@ -25,6 +25,7 @@ struct lock {
 	int64_t io_timeout;           /* how long one request may take */
 	long long fence;              /* once acquired: this acquisition's fencing number */
 	int64_t acquired_at;          /* once acquired: when the winning request was sent */
+	int64_t answered_at;          /* when the answer to the last release came */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long their lease had left (ns; -1: none) */
 	char error[512];              /* why the last call did not succeed */
@@ -95,8 +96,10 @@ enum lock_renewal lock_renew(struct lock *l, struct conn *c, int64_t deadline, i
 
 enum lock_release_result {
 	LOCK_RELEASED,
-	LOCK_RELEASE_GONE,   /* KEY no longer held our value */
-	LOCK_RELEASE_FAILED, /* Redis could not be asked: l->error says why */
+	LOCK_RELEASE_GONE,        /* KEY no longer held our value when l->answered_at came */
+	LOCK_RELEASE_UNCONFIRMED, /* a request's reply was lost, and asked again KEY was no
+				   * longer ours: most likely that request deleted it */
+	LOCK_RELEASE_FAILED,      /* Redis could not be asked: l->error says why */
 };
 
 /* Deletes KEY if it still holds our value, reconnecting once if c has gone stale. */

@@ -87,6 +87,11 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
  * outcome. Signals no longer cut anything short here: a release takes one round trip, or
  * at worst the request timeout; once the lease is lost it is only a courtesy, and a server
  * that does not answer at once is not waited for.
+ *
+ * 76 says the command did not hold the lock throughout, and nothing else: a key found gone
+ * is a loss only when the answer came while the lease was still ours. Later, it may merely
+ * have expired while the server stalled; after a lost reply, our own release most likely
+ * deleted it. The command ended inside its lease either way (supervise saw to that).
  */
 static void
 release(struct lock *l, struct conn *c, struct outcome *out)
@@ -99,10 +104,23 @@ release(struct lock *l, struct conn *c, struct outcome *out)
 		msg_info("released %s", l->key);
 		break;
 	case LOCK_RELEASE_GONE:
-		if (!out->lost)
-			msg_error("lost the lock on %s: it was gone when the command ended",
-				  l->key);
+		if (out->lost)
+			break;
+		if (l->answered_at >= lock_lease_deadline(l, out->renewed_at)) {
+			msg_warn("released %s late: the server answered after the lease had run "
+				 "out, and the key was gone (expired meanwhile, most likely); the "
+				 "command held the lock throughout",
+				 l->key);
+			break;
+		}
+		msg_error("lost the lock on %s: it was gone when the command ended", l->key);
 		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+		break;
+	case LOCK_RELEASE_UNCONFIRMED:
+		if (!out->lost)
+			msg_warn("released %s, most likely: the reply was lost, and asked again "
+				 "the key was no longer ours",
+				 l->key);
 		break;
 	case LOCK_RELEASE_FAILED:
 		msg_warn("cannot release %s: %s; it expires within %s", l->key, l->error,

@@ -317,6 +317,7 @@ supervise(const struct supervision *s)
 	out.status = child_exit_status(st.wait_status, &out.signal);
 	out.forwarded = out.signal && sigismember(&st.forwarded, out.signal);
 	out.lost = st.lost;
+	out.renewed_at = st.renewed_at;
 	if (st.lost) {
 		out.status = STATUS_LOST;
 		out.signal = 0;

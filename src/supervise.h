@@ -30,6 +30,7 @@ struct outcome {
 	int signal;     /* when non-zero, end by this signal instead (the command died of it) */
 	bool lost;      /* the lock was lost while the command ran */
 	bool forwarded; /* signal is one redlock-run passed on (so no terminal sent it) */
+	int64_t renewed_at; /* when the last renewal supervise heard of (or the acquire) was sent */
 };
 
 /* Runs until the command has exited and nothing it left in its process group is running:

@@ -27,6 +27,9 @@ elapsed_ms() {
 	elapsed=$((($(now_us) - start) / 1000))
 }
 
+# frozen PID: the process is stopped (SIGSTOP).
+frozen() { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == T ]]; }
+
 # registered NAME KEY: a waiter for KEY is registered on server NAME.
 registered() { (($(rcli_on "$1" zcard "{$2}:waiting") > 0)); }
 
@@ -192,4 +195,41 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	cat "$dir/log" "$dir/a.err" >&2
 	(($(at A start) > $(at B end)))
 	grep -q "too late for a lease of 500ms; gave it back" "$dir/a.err"
+}
+
+@test "a release whose reply is lost: the command's own status, and a warning" {
+	redis_start a
+	relay_start a
+	# the scripts are cached: the reply dropped is the one to the release itself
+	"$RR" -r "unix://$(redis_sock a)" warm-up -- true
+	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" job \
+		-c "echo drop-once > $(relay_mode a).tmp; mv $(relay_mode a).tmp $(relay_mode a); exit 3"
+	assert_equal "$status" 3
+	assert_equal "$stderr" "redlock-run: released job, most likely: the reply was lost, and asked again the key was no longer ours"
+	run rcli_on a exists job
+	assert_output 0
+	grep -q "dropped" "$(redis_dir a)/relay.log"
+}
+
+@test "a release stalled by the server past the lease: the command's own status, and a warning" {
+	redis_start a
+	export REDLOCK_URL="unix://$(redis_sock a)"
+	pid=$(redis_pid a)
+	"$RR" -t 1s job -c "kill -STOP $pid; exit 5" 2>"$dir/err" &
+	p=$!
+	wait_until 5 frozen "$pid"
+	sleep 1.5 # the stall itself: the key's lease runs out meanwhile
+	kill -CONT "$pid"
+	reap "$p"
+	assert_equal "$status" 5
+	run cat "$dir/err"
+	assert_output "redlock-run: released job late: the server answered after the lease had run out, and the key was gone (expired meanwhile, most likely); the command held the lock throughout"
+}
+
+@test "a key deleted while the lease was ours is still a loss when the release finds it: 76" {
+	redis_start a
+	export REDLOCK_URL="unix://$(redis_sock a)"
+	run --separate-stderr "$RR" -t 10s job -c "redis-cli -s $(redis_sock a) del job >/dev/null"
+	assert_equal "$status" 76
+	assert_equal "$stderr" "redlock-run: lost the lock on job: it was gone when the command ended"
 }
