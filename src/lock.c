@@ -514,7 +514,7 @@ attempt(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd,
 
 	*sent = clock_now();
 	*sending = false;
-	if (!conn_is_open(c)) {
+	if (!conn_check(c)) { /* a connection the server hung up on is not sent on */
 		res = conn_open(c, time_min(*sent + l->io_timeout, q->io_cap), intr_fd);
 		if (res != CONN_OK)
 			return res;

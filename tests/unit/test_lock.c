@@ -90,6 +90,12 @@ main(void)
 	CHECK_STR(a.wake_key, "{job}:wake");
 	CHECK_STR(a.waiting_key, "{job}:waiting");
 
+	/* A grant counts while two thirds of its lease are ahead: its answer came within
+	 * TTL/3 of the request. */
+	CHECK(lock_grant_in_time(&a, lock_lease_deadline(&a, 0), 3333 * NS_PER_MS));
+	CHECK(!lock_grant_in_time(&a, lock_lease_deadline(&a, 0), 3334 * NS_PER_MS));
+	CHECK(!lock_grant_in_time(&a, lock_lease_deadline(&a, 0), 11 * NS_PER_S));
+
 	/* Who holds it, asked without touching it. */
 	struct lock_state st;
 	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, &st), 0);
@@ -161,6 +167,13 @@ main(void)
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 	CHECK_STR(redis_fixture_call(admin, "EXISTS", "job", NULL), "0");
+	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
+	CHECK(a.answered_at > 0 && a.answered_at <= clock_now());
+	/* A connection the server closed while idle is noticed before anything is sent on it:
+	 * the release is not left unsure. */
+	CHECK_STR(redis_fixture_call(admin, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes",
+				     NULL),
+		  "2");
 	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
 	CHECK_INT(lock_acquire(&b, cb, 0, -1, NULL, NULL), LOCK_ACQUIRED);
 	CHECK_INT(b.fence, 2);
