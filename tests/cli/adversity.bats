@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# The core's promises under adversity (issue 7): late grants, kill margins under CPU load,
-# honest 76s, waits that end on time whatever the server's hz, and waits that ride out a
-# server restart. Where a fault needs control a real server does not give on demand (a reply
-# held back or dropped), a scripted relay (relay.py) stands between redlock-run and a real
-# redis-server, which still holds the data.
+# The core's promises under adversity (issue 7): late grants, honest 76s, waits that end
+# on time whatever the server's hz, and waits that ride out a server restart (the kill
+# margin under CPU load is margin.bats). Where a fault needs control a real server does not
+# give on demand (a reply held back or dropped), a scripted relay (relay.py) stands between
+# redlock-run and a real redis-server, which still holds the data.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -107,8 +107,8 @@ holds() {
 	reap "$holder"
 	assert_equal "$status" 76
 	sleep 1 # the outage itself
-	redis_start a
 	restarted=$(now_us)
+	redis_start a
 	reap "$waiter"
 	cat "$dir/waiter.err" >&2
 	assert_equal "$status" 0
@@ -128,8 +128,8 @@ holds() {
 	kill -KILL "$holder"
 	redis_stop a
 	sleep 1 # the outage itself
-	redis_start a
 	restarted=$(now_us)
+	redis_start a
 	reap "$waiter"
 	cat "$dir/waiter.err" >&2
 	assert_equal "$status" 0
