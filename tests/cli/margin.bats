@@ -4,6 +4,8 @@
 # oversubscribed. The scenario loads the machine, so meson runs it alone.
 
 bats_require_minimum_version 1.5.0
+# The time limit is read before a test starts: set inside one, it would not count.
+BATS_TEST_TIMEOUT=180
 load helpers
 
 setup() {
