@@ -645,6 +645,10 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 			if (sending && q.unsure_since < 0)
 				q.unsure_since = sent;
 		}
+		if (res == CONN_REFUSED) { /* AUTH or SELECT: no point asking again */
+			out = LOCK_UNAVAILABLE;
+			break;
+		}
 		if (res != CONN_OK || a == REPLY_NOT_NOW) {
 			out = retry_later(l, &q, intr_fd);
 			continue;

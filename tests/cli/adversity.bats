@@ -247,3 +247,12 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_equal "$status" 76
 	assert_equal "$stderr" "redlock-run: lost the lock on job: it was gone when the command ended"
 }
+
+@test "a refusal is not an outage: a wrong password or db with -w 10s exits 69 at once" {
+	redis_start a --requirepass 'right horse'
+	for url in "unix://:wrong@$(redis_sock a)" "unix://:right%20horse@$(redis_sock a)?db=4000"; do
+		elapsed_ms "$RR" -w 10s -r "$url" job -- echo never
+		assert_equal "$status" 69
+		((elapsed < 2000))
+	done
+}
