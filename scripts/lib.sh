@@ -12,6 +12,8 @@ C library headers|test -f /usr/include/stdio.h|libc6-dev
 pkg-config|command -v pkg-config|pkg-config
 hiredis|pkg-config --exists 'hiredis >= 0.14'|libhiredis-dev
 libuuid|pkg-config --exists uuid|uuid-dev
+OpenSSL 3 headers (TLS)|pkg-config --exists 'openssl >= 3.0'|libssl-dev
+openssl|command -v openssl|openssl
 redis-server|command -v redis-server|redis-server
 redis-cli|command -v redis-cli|redis-tools
 bats|command -v bats|bats

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "msg.h"
+#include "tls.h"
 
 /* How long to wait before knocking again on a Unix socket whose backlog is full. */
 #define BACKLOG_PAUSE (10 * NS_PER_MS)
@@ -30,6 +31,10 @@ struct conn {
 	void *pending; /* a reply conn_wait found ready, for conn_recv to hand out */
 	char *out;     /* formatted commands not yet written */
 	size_t out_len, out_sent;
+	struct tls *tls;       /* for rediss://, once connected */
+	size_t tls_unsent;     /* a TLS write waiting to be tried again: that many bytes */
+	bool read_wants_write; /* a TLS read needs the socket writable first */
+	bool received;         /* anything came from the server on this connection */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -44,6 +49,18 @@ static const redisReply *
 as_redis(const struct reply *r)
 {
 	return (const redisReply *)(const void *)r;
+}
+
+int
+conn_setup_tls(const struct tls_config *cfg, char *err, size_t size)
+{
+	return tls_configure(cfg, err, size);
+}
+
+bool
+conn_has_tls(void)
+{
+	return tls_available();
 }
 
 struct conn *
@@ -93,13 +110,18 @@ conn_is_open(const struct conn *c)
 	return c->fd >= 0;
 }
 
+static enum conn_result read_some(struct conn *c);
+
 bool
 conn_check(struct conn *c)
 {
 	struct pollfd p = { c->fd, POLLIN, 0 };
 
-	/* On an idle connection nothing is due: anything readable is the end of it. */
-	if (c->fd >= 0 && !c->out_len && poll(&p, 1, 0) > 0)
+	/* On an idle connection nothing is due: anything readable is the end of it; over TLS,
+	 * unless it is TLS's own (a session ticket), which reading takes in. */
+	if (c->fd >= 0 && !c->out_len && poll(&p, 1, 0) > 0 &&
+	    (!c->tls || read_some(c) != CONN_OK || c->pending ||
+	     redisReaderGetReply(c->reader, &c->pending) != REDIS_OK || c->pending))
 		conn_close(c);
 	return c->fd >= 0;
 }
@@ -107,6 +129,10 @@ conn_check(struct conn *c)
 void
 conn_close(struct conn *c)
 {
+	tls_free(c->tls);
+	c->tls = NULL;
+	c->tls_unsent = 0;
+	c->read_wants_write = c->received = false;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -151,8 +177,12 @@ fail_errno(struct conn *c, const char *what, int err)
 {
 	char buf[128];
 
-	return fail(c, CONN_FAILED, "%s %s: %s", what, c->address,
-		    msg_strerror(err, buf, sizeof(buf)));
+	/* A TLS port resets a plain client that spoke first. */
+	return fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address,
+		    msg_strerror(err, buf, sizeof(buf)),
+		    err == ECONNRESET && !c->received && c->url->scheme == URL_TCP
+			    ? " (a TLS port? use rediss://)"
+			    : "");
 }
 
 /* Waits until fd is ready for events, the deadline passes, or intr_fd is readable. */
@@ -327,6 +357,50 @@ connect_tcp(struct conn *c, int64_t deadline, int intr_fd)
 	return CONN_OK;
 }
 
+/*
+ * The TLS handshake on the connected socket, within the same deadline as the connect and as
+ * interruptible. A certificate that is not accepted, or a server that does not speak TLS,
+ * is CONN_REFUSED: asking again would not change the answer.
+ */
+static enum conn_result
+handshake(struct conn *c, int64_t deadline, int intr_fd)
+{
+	char why[400];
+
+	if (!(c->tls = tls_new(c->fd, c->url->host, c->url->port, why, sizeof(why))))
+		return fail(c, CONN_REFUSED, "cannot connect to %s: %s", c->address, why);
+	for (;;) {
+		short revents;
+		enum conn_result res;
+
+		switch (tls_handshake(c->tls, why, sizeof(why))) {
+		case TLS_DONE:
+			return CONN_OK;
+		case TLS_WANT_READ:
+			res = wait_fd(c->fd, POLLIN, deadline, intr_fd, &revents);
+			break;
+		case TLS_WANT_WRITE:
+			res = wait_fd(c->fd, POLLOUT, deadline, intr_fd, &revents);
+			break;
+		case TLS_CLOSED:
+			return fail(c, CONN_FAILED, "%s closed the connection during the TLS handshake",
+				    c->address);
+		default:
+			return fail(c, CONN_REFUSED, "TLS with %s refused: %s", c->address, why);
+		}
+		/* A plain server takes the TLS hello for the start of an inline command, and
+		 * waits for the rest of it. */
+		if (res == CONN_TIMEOUT)
+			return fail(c, res, "no TLS handshake with %s in time (a plain port? use "
+					    "redis://)",
+				    c->address);
+		if (res == CONN_INTERRUPTED)
+			return fail(c, res, "interrupted while connecting to %s", c->address);
+		if (res != CONN_OK)
+			return fail_errno(c, "lost the connection to", errno);
+	}
+}
+
 /* Checks one handshake reply; what names the step for the message. */
 static enum conn_result
 expect_ok(struct conn *c, int64_t deadline, int intr_fd, const char *what)
@@ -355,11 +429,13 @@ conn_open(struct conn *c, int64_t deadline, int intr_fd)
 	char what[300];
 
 	conn_close(c);
-	if (u->scheme == URL_TLS)
+	if (u->scheme == URL_TLS && !tls_available())
 		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
 			    c->address);
 	res = u->scheme == URL_UNIX ? connect_unix(c, deadline, intr_fd)
 				    : connect_tcp(c, deadline, intr_fd);
+	if (res == CONN_OK && u->scheme == URL_TLS)
+		res = handshake(c, deadline, intr_fd);
 	if (res != CONN_OK)
 		return res;
 	if (!(c->reader = redisReaderCreate()))
@@ -405,15 +481,38 @@ conn_open(struct conn *c, int64_t deadline, int intr_fd)
 	return CONN_OK;
 }
 
-/* Writes what it can of the queued commands without blocking; -1 with errno on failure. */
-static int
+/* Writes what it can of the queued commands without blocking: CONN_OK, or CONN_FAILED (the
+ * connection is closed then, with the reason). */
+static enum conn_result
 write_some(struct conn *c)
 {
-	ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t n;
 
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (c->tls) {
+		size_t put, size = c->tls_unsent ? c->tls_unsent : c->out_len - c->out_sent;
+		char why[400];
+
+		switch (tls_write(c->tls, c->out + c->out_sent, size, &put, why, sizeof(why))) {
+		case TLS_DONE:
+			c->tls_unsent = 0;
+			n = (ssize_t)put;
+			break;
+		case TLS_WANT_READ:
+		case TLS_WANT_WRITE:
+			c->tls_unsent = size; /* tried again with the same bytes */
+			return CONN_OK;
+		case TLS_CLOSED:
+			return fail(c, CONN_FAILED, "%s closed the connection", c->address);
+		default:
+			return fail(c, CONN_FAILED, "lost the connection to %s: %s", c->address,
+				    why);
+		}
+	} else if ((n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+			     MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return CONN_OK;
+		return fail_errno(c, "lost the connection to", errno);
+	}
 	c->out_sent += (size_t)n;
 	if (c->out_sent == c->out_len) {
 		free(c->out);
@@ -445,35 +544,68 @@ conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 	c->out_len += (size_t)len;
 	redisFreeCommand(cmd);
 	/* Out at once, so that it is on its way while the caller does other work; what does
-	 * not fit, and any error, is left to conn_recv. */
-	write_some(c);
-	return 0;
+	 * not fit is left to conn_recv. */
+	return write_some(c) == CONN_OK ? 0 : -1;
 }
 
-/* Writes what it can of the queued commands without blocking. */
 static enum conn_result
-flush_some(struct conn *c)
+closed_by_server(struct conn *c)
 {
-	if (write_some(c) < 0)
-		return fail_errno(c, "lost the connection to", errno);
+	return fail(c, CONN_FAILED, "%s closed the connection", c->address);
+}
+
+/* Feeds what arrived to the reply parser. */
+static enum conn_result
+feed(struct conn *c, const char *buf, size_t n)
+{
+	/* 0x15 and 0x16 begin TLS alert and handshake records: no RESP reply does. */
+	if (!c->received && !c->tls && (buf[0] == 0x15 || buf[0] == 0x16))
+		return fail(c, CONN_REFUSED, "%s speaks TLS: use rediss://", c->address);
+	c->received = true;
+	if (redisReaderFeed(c->reader, buf, n) != REDIS_OK)
+		return fail(c, CONN_FAILED, "cannot read from %s: out of memory", c->address);
 	return CONN_OK;
 }
 
+/* Reads what has arrived without blocking; over TLS, everything OpenSSL can decrypt, so that
+ * no reply is left inside it while we wait on the socket. */
 static enum conn_result
 read_some(struct conn *c)
 {
 	char buf[16384];
-	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+	ssize_t n;
 
+	c->read_wants_write = false;
+	while (c->tls) {
+		char why[400];
+		size_t got;
+		enum conn_result res;
+
+		switch (tls_read(c->tls, buf, sizeof(buf), &got, why, sizeof(why))) {
+		case TLS_DONE:
+			if ((res = feed(c, buf, got)) != CONN_OK)
+				return res;
+			continue;
+		case TLS_WANT_READ:
+			return CONN_OK;
+		case TLS_WANT_WRITE:
+			c->read_wants_write = true;
+			return CONN_OK;
+		case TLS_CLOSED:
+			return closed_by_server(c);
+		default:
+			return fail(c, CONN_REFUSED, "lost the connection to %s: %s", c->address,
+				    why);
+		}
+	}
+	n = recv(c->fd, buf, sizeof(buf), 0);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return CONN_OK;
 	if (n < 0)
 		return fail_errno(c, "lost the connection to", errno);
 	if (n == 0)
-		return fail(c, CONN_FAILED, "%s closed the connection", c->address);
-	if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
-		return fail(c, CONN_FAILED, "cannot read from %s: out of memory", c->address);
-	return CONN_OK;
+		return closed_by_server(c);
+	return feed(c, buf, (size_t)n);
 }
 
 enum conn_result
@@ -490,17 +622,21 @@ conn_wait(struct conn *c, int64_t deadline, int intr_fd)
 				    c->reader->errstr);
 		if (c->pending)
 			break;
-		res = wait_fd(c->fd, (short)(POLLIN | (c->out_len ? POLLOUT : 0)), deadline,
-			      intr_fd, &revents);
+		res = wait_fd(c->fd,
+			      (short)(POLLIN | (c->out_len || c->read_wants_write ? POLLOUT : 0)),
+			      deadline, intr_fd, &revents);
 		if (res == CONN_TIMEOUT)
 			return res;
 		if (res == CONN_FAILED)
 			return fail_errno(c, "lost the connection to", errno);
 		if (res == CONN_INTERRUPTED)
 			return res;
-		if ((revents & POLLOUT) && (res = flush_some(c)) != CONN_OK)
+		/* Over TLS a write may wait for the socket to be readable, and a read for it to
+		 * be writable: both are tried whenever the socket is ready at all. */
+		if (c->out_len && (revents & POLLOUT || c->tls) && (res = write_some(c)) != CONN_OK)
 			return res;
-		if ((revents & (POLLIN | POLLHUP | POLLERR)) && (res = read_some(c)) != CONN_OK)
+		if ((revents & (POLLIN | POLLHUP | POLLERR) || c->read_wants_write) &&
+		    (res = read_some(c)) != CONN_OK)
 			return res;
 	}
 	return CONN_OK;

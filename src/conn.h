@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
 #include "url.h"
 
 struct conn;
@@ -25,6 +26,15 @@ enum conn_result {
 			   * replies pending; conn_open closes it */
 	CONN_REFUSED,     /* conn_open: the server refused AUTH or SELECT: it is closed */
 };
+
+/*
+ * Sets up TLS for every rediss:// connection of this run from cfg: loads OpenSSL, the trust
+ * store, the client certificate and its key. 0, or -1 with err set: a file OpenSSL cannot use,
+ * a key that does not match its certificate, or no TLS in this build.
+ */
+int conn_setup_tls(const struct tls_config *cfg, char *err, size_t size);
+/* True when this build can speak TLS (rediss://). */
+bool conn_has_tls(void);
 
 /* A closed connection to url, which must outlive it. NULL when out of memory. */
 struct conn *conn_new(const struct redis_url *url);
@@ -50,7 +60,8 @@ void conn_close(struct conn *c);
 void conn_reset(struct conn *c);
 
 /* Sends one command on an open connection, as far as the socket takes it without waiting
- * (conn_recv sends the rest); -1 when out of memory (then the connection is closed). */
+ * (conn_recv sends the rest); -1 when out of memory or when the connection broke (then it is
+ * closed, and conn_error says why). */
 int conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen);
 
 /*

@@ -171,7 +171,7 @@ main(int argc, char *argv[])
 		opts_print_help(stdout);
 		return 0;
 	case OPTS_VERSION:
-		printf("redlock-run %s\n", REDLOCK_VERSION);
+		printf("redlock-run %s (TLS: %s)\n", REDLOCK_VERSION, conn_has_tls() ? "yes" : "no");
 		return 0;
 	case OPTS_USAGE_ERROR:
 		msg_error("%s", err);
@@ -182,6 +182,17 @@ main(int argc, char *argv[])
 	}
 	msg_set_level(o.verbosity);
 	msg_init();
+	/* TLS is set up before anything connects, so that a certificate or key it cannot use
+	 * is a usage error; a plain run never loads OpenSSL. */
+	if ((o.url.scheme == URL_TLS || o.tls_asked) && conn_has_tls()) {
+		if (conn_setup_tls(&o.tls, err, sizeof(err)) < 0) {
+			msg_error("%s", err);
+			opts_free(&o);
+			return STATUS_USAGE;
+		}
+		if (o.tls.insecure)
+			msg_info("--insecure: the server's certificate is not verified");
+	}
 	if (o.status) {
 		int status = query_status(&o);
 		opts_free(&o);

@@ -3,8 +3,10 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "duration.h"
 #include "exitstatus.h"
@@ -16,6 +18,12 @@ enum {
 	OPT_MAX_HOLD,
 	OPT_STATUS,
 	OPT_JSON,
+	OPT_CACERT,
+	OPT_CACERTDIR,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_SNI,
+	OPT_INSECURE,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
@@ -36,6 +44,12 @@ static const struct option long_options[] = {
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "cacert", required_argument, NULL, OPT_CACERT },
+	{ "cacertdir", required_argument, NULL, OPT_CACERTDIR },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "sni", required_argument, NULL, OPT_SNI },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -78,13 +92,19 @@ opts_print_help(FILE *out)
 		"      --status               say who holds KEY, for how long, with which fence;",
 		"                             exit 0 if it is free, the conflict status if held",
 		"      --json                 with --status: one JSON object",
+		"      --cacert FILE          rediss://: trust the CAs in FILE, not the system's",
+		"      --cacertdir DIR        rediss://: trust the CAs in DIR",
+		"      --cert FILE, --key FILE",
+		"                             rediss://: a client certificate and its key",
+		"      --sni NAME             rediss://: the server name to send and verify",
+		"      --insecure             rediss://: do not verify the server at all",
 		"  -v, --verbose              say what happens and how long it took",
 		"  -q, --quiet                print fatal errors only",
 		"  -h, --help                 show this help and exit",
 		"  -V, --version              show the version and exit",
 		"",
 		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
-		"URL is redis://[user[:password]@]host[:port][/db] or",
+		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or",
 		"unix://[user[:password]@]/path/to/redis.sock[?db=N]; $REDLOCK_PASSWORD supplies",
 		"a password that should not appear on the command line.",
 		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
@@ -135,6 +155,56 @@ take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t
 	usage_error(err, size, "invalid %s '%s'%s", what, arg,
 		    d == DURATION_RANGE ? ": too long" : "");
 	return false;
+}
+
+/* A file or directory an option names must be readable now: a usage error, not a failed
+ * connection later. */
+static bool
+take_path(const char *option, const char *path, bool dir, const char **out, char *err,
+	  size_t size)
+{
+	if (!*path || access(path, dir ? R_OK | X_OK : R_OK) < 0) {
+		usage_error(err, size, "%s '%s': %s", option, path,
+			    !*path ? "empty" : dir ? "not a readable directory" : "not readable");
+		return false;
+	}
+	*out = path;
+	return true;
+}
+
+/* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
+static bool
+tls_from_environment(struct opts *o, char *err, size_t size)
+{
+	static const struct {
+		const char *variable;
+		bool dir;
+		size_t field;
+	} vars[] = {
+		{ "REDLOCK_CACERT", false, offsetof(struct tls_config, cacert) },
+		{ "REDLOCK_CACERTDIR", true, offsetof(struct tls_config, cacertdir) },
+		{ "REDLOCK_CERT", false, offsetof(struct tls_config, cert) },
+		{ "REDLOCK_KEY", false, offsetof(struct tls_config, key) },
+	};
+	const char *v;
+
+	for (size_t i = 0; i < ARRAY_LEN(vars); i++) {
+		const char **field = (const char **)(void *)((char *)&o->tls + vars[i].field);
+		if (*field || !(v = getenv(vars[i].variable)) || !*v)
+			continue;
+		if (!take_path(vars[i].variable, v, vars[i].dir, field, err, size))
+			return false;
+		o->tls_asked = true;
+	}
+	if (!o->tls.sni && (v = getenv("REDLOCK_SNI")) && *v) {
+		o->tls.sni = v;
+		o->tls_asked = true;
+	}
+	if (!o->tls.insecure && (v = getenv("REDLOCK_INSECURE")) && *v && strcmp(v, "0") != 0) {
+		o->tls.insecure = true;
+		o->tls_asked = true;
+	}
+	return true;
 }
 
 static int
@@ -301,6 +371,30 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_JSON:
 			o->json = true;
 			break;
+		case OPT_CACERT:
+		case OPT_CACERTDIR:
+		case OPT_CERT:
+		case OPT_KEY: {
+			const char **field = c == OPT_CACERT	  ? &o->tls.cacert
+					     : c == OPT_CACERTDIR ? &o->tls.cacertdir
+					     : c == OPT_CERT	  ? &o->tls.cert
+								  : &o->tls.key;
+			if (!take_path(option_name(argv[at], name, sizeof(name)), optarg,
+				       c == OPT_CACERTDIR, field, err, size))
+				return OPTS_USAGE_ERROR;
+			o->tls_asked = true;
+			break;
+		}
+		case OPT_SNI:
+			if (!*optarg)
+				return usage_error(err, size, "--sni must not be empty");
+			o->tls.sni = optarg;
+			o->tls_asked = true;
+			break;
+		case OPT_INSECURE:
+			o->tls.insecure = true;
+			o->tls_asked = true;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -326,6 +420,8 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	}
 	if (nonblock)
 		o->wait = 0; /* -n wins over -w */
+	if (!tls_from_environment(o, err, size))
+		return OPTS_USAGE_ERROR;
 	if (o->grace < 0)
 		o->grace = time_min(OPTS_GRACE_MAX_DEFAULT, o->ttl / 3);
 

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "msg.h"
+#include "tls.h"
 #include "url.h"
 
 #define OPTS_TTL_DEFAULT (30 * NS_PER_S)
@@ -38,6 +39,8 @@ struct opts {
 	enum msg_level verbosity;
 	bool status;         /* --status: say who holds KEY, run nothing */
 	bool json;           /* --json, with --status */
+	struct tls_config tls; /* --cacert, --cert, ... or their REDLOCK_* variables */
+	bool tls_asked;        /* any of them was given */
 	char *shell_argv[4]; /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
 };
 

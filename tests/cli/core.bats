@@ -338,7 +338,14 @@ EOF_CASES
 	assert_output --partial "--conflict-exit-code"
 	run --separate-stderr "$REDLOCK_RUN" -V
 	assert_success
-	assert_output --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_output --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+ \(TLS: (yes|no)\)$'
+}
+
+@test "a build without TLS: rediss:// exits 69 saying so (tls.bats covers a build with it)" {
+	[[ $("$RR" --version) == *"(TLS: no)" ]] || skip "this build has TLS"
+	run --separate-stderr "$RR" -r rediss://127.0.0.1:6380 job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot connect to 127.0.0.1:6380: this build has no TLS support"
 }
 
 @test "durations of centuries mean a very long time, not an overflow" {

@@ -25,9 +25,10 @@ redis_start() {
 	wait_until 5 redis_answers "$name"
 }
 
-# redis_start_tcp NAME [args...]: the same on a free loopback port, written to NAME/port.
+# redis_start_tcp NAME [args...]: the same on a free loopback port, written to NAME/port; an
+# argument {port} stands for that port (redis_start_tls passes --port 0 --tls-port {port}).
 redis_start_tcp() {
-	local name=$1 dir port tries
+	local name=$1 dir port tries arg args check
 	shift
 	dir=$(redis_dir "$name")
 	mkdir -p "$dir"
@@ -35,11 +36,18 @@ redis_start_tcp() {
 		port=$((20000 + RANDOM % 40000))
 		echo "$port" >"$dir/port"
 		rm -f "$dir/redis.pid"
-		if redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+		args=()
+		for arg in --port {port} "$@"; do
+			args+=("${arg//\{port\}/$port}")
+		done
+		check=(-h 127.0.0.1 -p "$port")
+		[[ " $* " == *" --tls-port "* ]] &&
+			check+=(--tls --insecure --cert "$certs/client.crt" --key "$certs/client.key")
+		if redis-server "${args[@]}" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
 			--dir "$dir" --save '' --appendonly no --daemonize yes \
-			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" 3>&- &&
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- &&
 			wait_until 5 redis_answers "$name" 2>/dev/null &&
-			redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; then
+			redis-cli "${check[@]}" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; then
 			return 0
 		fi
 		redis_stop "$name"
@@ -73,6 +81,56 @@ relay_stop() {
 	kill "$relay" 2>/dev/null || true
 	wait_until 5 gone "$relay"
 	relay=
+}
+
+# tls_certs DIR: a throwaway CA (ca.crt) and certificates signed by it, each with its key:
+# server (localhost and 127.0.0.1), other (redis.example.net), expired (for localhost, in
+# 2020), client; and untrusted, for localhost but signed by a CA nobody trusts.
+tls_certs() {
+	local d=$1 name
+	mkdir -p "$d/db"
+	: >"$d/db/index"
+	echo 01 >"$d/db/serial"
+	printf '%s\n' '[ca]' 'default_ca = c' '[c]' 'database = db/index' 'serial = db/serial' \
+		'new_certs_dir = db' 'default_md = sha256' 'policy = p' '[p]' 'commonName = supplied' \
+		>"$d/ca.cnf"
+	for name in ca rogue; do
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+			-keyout "$d/$name.key" -out "$d/$name.crt" -subj "/CN=redlock-run test $name" \
+			2>/dev/null
+	done
+	tls_leaf "$d" server ca "DNS:localhost,IP:127.0.0.1"
+	tls_leaf "$d" other ca "DNS:redis.example.net"
+	tls_leaf "$d" expired ca "DNS:localhost,IP:127.0.0.1" 20200101000000Z 20200201000000Z
+	tls_leaf "$d" untrusted rogue "DNS:localhost,IP:127.0.0.1"
+	tls_leaf "$d" client ca "DNS:client"
+}
+
+# tls_leaf DIR NAME CA SAN [START END]: NAME.crt and NAME.key, signed by CA, for SAN.
+tls_leaf() {
+	local d=$1 name=$2 ca=$3 san=$4
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+		-keyout "$d/$name.key" -out "$d/$name.csr" 2>/dev/null
+	printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san" >"$d/$name.ext"
+	if (($# > 4)); then
+		(cd "$d" && openssl ca -batch -config ca.cnf -cert "$ca.crt" -keyfile "$ca.key" \
+			-in "$name.csr" -out "$name.crt" -startdate "$5" -enddate "$6" \
+			-extfile "$name.ext" -notext 2>/dev/null)
+	else
+		openssl x509 -req -in "$d/$name.csr" -CA "$d/$ca.crt" -CAkey "$d/$ca.key" \
+			-CAcreateserial -days 30 -extfile "$d/$name.ext" -out "$d/$name.crt" 2>/dev/null
+	fi
+}
+
+# redis_start_tls NAME CERT [args...]: a server whose only port is a TLS one (free, on
+# 127.0.0.1, in NAME/port), presenting $certs/CERT; the tests' own redis-cli uses its Unix
+# socket.
+redis_start_tls() {
+	local name=$1 cert=$2
+	shift 2
+	redis_start_tcp "$name" --port 0 --tls-port {port} --tls-cert-file "$certs/$cert.crt" \
+		--tls-key-file "$certs/$cert.key" --tls-ca-cert-file "$certs/ca.crt" \
+		--tls-auth-clients no "$@"
 }
 
 redis_dir() { echo "$BATS_FILE_TMPDIR/redis-$1"; }

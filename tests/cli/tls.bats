@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# rediss:// (issue 8): TLS to real redis-servers with a throwaway CA made by openssl: verified
+# by name and by address, refused with a message that names the cause, mutual TLS, and the
+# same deadlines and lease enforcement as plain connections.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	# A build without TLS skips every scenario here (core.bats checks its rediss://).
+	[[ $("$RR" --version) == *"(TLS: yes)" ]] || return 0
+	export certs=$BATS_FILE_TMPDIR/certs
+	tls_certs "$certs"
+	redis_start_tls tls server
+}
+
+teardown_file() {
+	redis_stop tls
+}
+
+setup() {
+	[ -n "${certs:-}" ] || skip "this build has no TLS"
+	rcli_on tls flushall >/dev/null
+	port=$(redis_port tls)
+	export REDLOCK_URL="rediss://localhost:$port" REDLOCK_CACERT=$certs/ca.crt
+	dir=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	redis_stop other
+}
+
+@test "rediss:// verified by name and by address: the lock is taken and given back" {
+	run --separate-stderr "$RR" job -- echo by name
+	assert_success
+	assert_output "by name"
+	assert_equal "$stderr" ""
+	run --separate-stderr "$RR" -r "rediss://127.0.0.1:$port" job -- echo by address
+	assert_success
+	assert_output "by address"
+	run rcli_on tls get '{job}:fence'
+	assert_output 2
+	run rcli_on tls exists job
+	assert_output 0
+}
+
+@test "over TLS, two contenders are serialized and the waiter is woken by the release" {
+	"$RR" -t 30s job -c "echo A start \$(date +%s%6N) >> $dir/log; sleep 0.5;
+		echo A end \$(date +%s%6N) >> $dir/log" &
+	first=$!
+	wait_until 5 held_on tls job
+	start=$(now_ms)
+	run "$RR" -t 30s job -c "echo B start \$(date +%s%6N) >> $dir/log"
+	assert_success
+	wait "$first"
+	a_end=$(awk '$1 == "A" && $2 == "end" { print $3 }' "$dir/log")
+	b_start=$(awk '$1 == "B" { print $3 }' "$dir/log")
+	((b_start >= a_end && b_start - a_end < 200000)) # woken, not a 30s lease later
+}
+
+@test "over TLS, a command running three TTLs keeps the lock through its renewals" {
+	run --separate-stderr "$RR" -v -t 300ms job -- sleep 1
+	assert_success
+	(($(grep -c 'renewed job' <<<"$stderr") >= 3))
+}
+
+@test "refused, 69, naming the cause: an untrusted CA, another name, an expired certificate" {
+	run --separate-stderr env -u REDLOCK_CACERT "$RR" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: TLS with localhost:$port refused: the certificate is not signed by a trusted CA (self-signed certificate in certificate chain; name the CA with --cacert)"
+	redis_start_tls other other
+	run --separate-stderr "$RR" -r "rediss://localhost:$(redis_port other)" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: TLS with localhost:$(redis_port other) refused: the certificate is for redis.example.net, not localhost"
+	redis_stop other
+	redis_start_tls other expired
+	run --separate-stderr "$RR" -r "rediss://127.0.0.1:$(redis_port other)" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: TLS with 127.0.0.1:$(redis_port other) refused: the certificate expired on 2020-02-01 00:00 UTC"
+}
+
+@test "--insecure connects to a server no CA vouches for, and says so with -v" {
+	redis_start_tls other untrusted
+	run --separate-stderr "$RR" -r "rediss://localhost:$(redis_port other)" job -- echo never
+	assert_equal "$status" 69
+	run --separate-stderr "$RR" -v --insecure -r "rediss://localhost:$(redis_port other)" job -- \
+		echo ran
+	assert_success
+	assert_output ran
+	assert_equal "${stderr_lines[0]}" "redlock-run: --insecure: the server's certificate is not verified"
+}
+
+@test "the wrong kind of port: rediss:// to a plain one, redis:// to a TLS one" {
+	redis_start_tcp other
+	# The server answers the TLS hello as a broken inline command, or waits for the rest of it
+	# (up to the 5s a request may take): either way the message says what to do.
+	run --separate-stderr "$RR" -n -r "rediss://127.0.0.1:$(redis_port other)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == "redlock-run: "*"127.0.0.1:$(redis_port other)"*"(a plain port? use redis://)" ]]
+	run --separate-stderr "$RR" -n -r "redis://127.0.0.1:$port" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"(a TLS port? use rediss://)"* ]]
+}
+
+@test "mutual TLS: --cert and --key are presented; none when the server demands one is 69" {
+	redis_start_tls other server --tls-auth-clients yes
+	url="rediss://localhost:$(redis_port other)"
+	run --separate-stderr "$RR" -n -r "$url" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"the server demanded a client certificate"* ]]
+	run --separate-stderr "$RR" -r "$url" --cert "$certs/client.crt" --key "$certs/client.key" \
+		job -- echo ran
+	assert_success
+	assert_output ran
+	run --separate-stderr env REDLOCK_CERT="$certs/client.crt" REDLOCK_KEY="$certs/client.key" \
+		"$RR" -r "$url" job -- echo ran from the environment
+	assert_output "ran from the environment"
+}
+
+@test "a key that does not match its certificate, or a file that cannot be read: 64" {
+	run --separate-stderr "$RR" --cert "$certs/client.crt" --key "$certs/server.key" job -- true
+	assert_equal "$status" 64
+	assert_equal "$stderr" "redlock-run: the key in $certs/server.key does not match the certificate in $certs/client.crt"
+	run --separate-stderr "$RR" --cacert /nonexistent.crt job -- true
+	assert_equal "$status" 64
+	[[ $stderr == "redlock-run: --cacert '/nonexistent.crt': not readable"* ]]
+	run --separate-stderr env REDLOCK_CERT=/nonexistent.crt "$RR" job -- true
+	assert_equal "$status" 64
+	run --separate-stderr "$RR" --cert "$certs/client.crt" job -- true
+	assert_equal "$status" 64
+	assert_equal "$stderr" "redlock-run: --cert needs --key too"
+}
+
+@test "a server frozen during the handshake: given up within the request's deadline" {
+	redis_start_tls other server
+	kill -STOP "$(redis_pid other)"
+	start=$(now_ms)
+	run --separate-stderr "$RR" -n -r "rediss://localhost:$(redis_port other)" job -- echo never
+	elapsed=$(($(now_ms) - start))
+	kill -CONT "$(redis_pid other)"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: no TLS handshake with localhost:$(redis_port other) in time (a plain port? use redis://)"
+	((elapsed < 7000)) # the 5s a request may take
+}
+
+@test "a server frozen while a TLS holder runs: the command is stopped before the lease lapses" {
+	redis_start_tls other server
+	"$RR" -v -t 1s -r "rediss://localhost:$(redis_port other)" job \
+		-c "echo \$\$ > $dir/pid; exec sleep 60" 2> >(stamp "$dir/err") &
+	p=$!
+	wait_until 5 grep -q 'renewed job' "$dir/err"
+	kill -STOP "$(redis_pid other)"
+	wait_until 5 gone "$(cat "$dir/pid")"
+	died=$(now_us)
+	reap "$p"
+	kill -CONT "$(redis_pid other)"
+	assert_equal "$status" 76
+	last=$(grep 'renewed job' "$dir/err" | tail -n 1 | cut -d' ' -f1)
+	((died - last < 1000000))
+}
