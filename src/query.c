@@ -1,6 +1,8 @@
 #include "query.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "conn.h"
@@ -45,8 +47,15 @@ json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+bool
+query_evictable(const struct eviction *ev)
+{
+	return ev->policy[0] && strcmp(ev->policy, "noeviction") != 0 && ev->limit > 0;
+}
+
 void
-query_print_json(FILE *out, const char *key, const struct lock_state *st)
+query_print_json(FILE *out, const char *key, const struct lock_state *st,
+		 const struct eviction *ev)
 {
 	char host[LOCK_HOLDER_MAX];
 	long pid;
@@ -79,11 +88,18 @@ query_print_json(FILE *out, const char *key, const struct lock_state *st)
 		fprintf(out, "%lld", st->fence);
 	else
 		fputs("null", out);
-	fputs("}\n", out);
+	fputs(", \"maxmemory_policy\": ", out);
+	if (ev->policy[0])
+		json_string(out, ev->policy);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"evictable\": %s}\n",
+		!ev->policy[0] ? "null" : query_evictable(ev) ? "true" : "false");
 }
 
 void
-query_print_text(FILE *out, const char *key, const struct lock_state *st)
+query_print_text(FILE *out, const char *key, const struct lock_state *st,
+		 const struct eviction *ev)
 {
 	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken";
 
@@ -91,16 +107,42 @@ query_print_text(FILE *out, const char *key, const struct lock_state *st)
 		if (st->fence >= 0)
 			snprintf(fence, sizeof(fence), "last fence %lld", st->fence);
 		fprintf(out, "%s is free (%s)\n", key, fence);
-		return;
+	} else {
+		if (st->fence >= 0)
+			snprintf(fence, sizeof(fence), "fence %lld", st->fence);
+		lock_describe_holder(st->value, who, sizeof(who));
+		if (st->ttl >= 0)
+			fprintf(out, "%s is held by %s for another %s (%s)\n", key, who,
+				duration_format(st->ttl, left, sizeof(left)), fence);
+		else
+			fprintf(out, "%s is held by %s, with no expiry (%s)\n", key, who, fence);
 	}
-	if (st->fence >= 0)
-		snprintf(fence, sizeof(fence), "fence %lld", st->fence);
-	lock_describe_holder(st->value, who, sizeof(who));
-	if (st->ttl >= 0)
-		fprintf(out, "%s is held by %s for another %s (%s)\n", key, who,
-			duration_format(st->ttl, left, sizeof(left)), fence);
-	else
-		fprintf(out, "%s is held by %s, with no expiry (%s)\n", key, who, fence);
+	if (query_evictable(ev))
+		fprintf(out, "warning: this server may evict locks under memory pressure "
+			     "(maxmemory-policy %s): set it to noeviction\n",
+			ev->policy);
+}
+
+/* Reads the eviction settings from INFO memory; leaves ev empty when the server refuses it
+ * (managed services and ACL users often may not run INFO). */
+static void
+ask_eviction(struct conn *c, struct eviction *ev)
+{
+	struct reply *r;
+	const char *text, *p;
+
+	memset(ev, 0, sizeof(*ev));
+	if (conn_call(c, &r, clock_now() + LOCK_IO_TIMEOUT, -1, 2, (const char *[]){ "INFO", "memory" },
+		      (size_t[]){ 4, 6 }) != CONN_OK)
+		return;
+	if (reply_type(r) == REPLY_STRING) {
+		text = reply_string(r, NULL);
+		if ((p = strstr(text, "\nmaxmemory_policy:")))
+			sscanf(p + 18, "%31[a-z-]", ev->policy);
+		if ((p = strstr(text, "\nmaxmemory:")))
+			ev->limit = atoll(p + 11);
+	}
+	reply_free(r);
 }
 
 int
@@ -117,10 +159,12 @@ query_status(const struct opts *o)
 		msg_error("%s", l.error);
 		status = STATUS_UNAVAILABLE;
 	} else {
+		struct eviction ev;
+		ask_eviction(c, &ev);
 		if (o->json)
-			query_print_json(stdout, o->key, &st);
+			query_print_json(stdout, o->key, &st, &ev);
 		else
-			query_print_text(stdout, o->key, &st);
+			query_print_text(stdout, o->key, &st, &ev);
 		status = st.held ? o->conflict_status : 0;
 	}
 	conn_free(c);

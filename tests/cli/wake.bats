@@ -131,7 +131,7 @@ setup() {
 @test "--status --json: one object with stable fields, that python3 -m json.tool parses" {
 	run "$RR" --status --json job
 	assert_success
-	assert_output '{"key": "job", "held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null}'
+	assert_output '{"key": "job", "held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "maxmemory_policy": "noeviction", "evictable": false}'
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
@@ -148,7 +148,7 @@ print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"],
 	rcli set 'we"ird' $'by\thand\xff' >/dev/null
 	run "$RR" --status --json 'we"ird'
 	echo "$output" | python3 -m json.tool >/dev/null
-	assert_output '{"key": "we\"ird", "held": true, "host": null, "pid": null, "token": "by\u0009hand\ufffd", "ttl_ms": -1, "fence": null}'
+	assert_output '{"key": "we\"ird", "held": true, "host": null, "pid": null, "token": "by\u0009hand\ufffd", "ttl_ms": -1, "fence": null, "maxmemory_policy": "noeviction", "evictable": false}'
 }
 
 @test "--status refuses a COMMAND, and --json needs --status" {
@@ -156,4 +156,21 @@ print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"],
 	assert_equal "$status" 64
 	run "$RR" --json job -- true
 	assert_equal "$status" 64
+}
+
+@test "--status says plainly when the server may evict locks, and keeps quiet when INFO is refused" {
+	rcli config set maxmemory 100mb >/dev/null
+	rcli config set maxmemory-policy volatile-lru >/dev/null
+	run --separate-stderr "$RR" --status job
+	rcli config set maxmemory 0 >/dev/null
+	rcli config set maxmemory-policy noeviction >/dev/null
+	assert_success
+	assert_line --index 0 "job is free (never taken)"
+	assert_line --index 1 "warning: this server may evict locks under memory pressure (maxmemory-policy volatile-lru): set it to noeviction"
+	# an ACL user that may not run INFO: the answer all the same, without the policy
+	rcli acl setuser viewer on '>v' '~*' -@all +evalsha +eval +get +pttl >/dev/null
+	run --separate-stderr "$RR" -r "unix://viewer:v@$(redis_sock main)" --status --json job
+	rcli acl deluser viewer >/dev/null
+	assert_success
+	assert_output --partial '"maxmemory_policy": null, "evictable": null}'
 }
