@@ -342,9 +342,11 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 	const struct reply *e0, *e1;
 
 	if (reply_type(r) == REPLY_ERROR) {
-		set_error(l, "%s refused to take %s: %s", conn_address(c), l->key,
-			  reply_string(r, NULL));
-		return not_now(reply_string(r, NULL)) ? REPLY_NOT_NOW : REPLY_REFUSED;
+		const char *e = reply_string(r, NULL);
+		set_error(l, "%s refused to take %s: %s%s", conn_address(c), l->key, e,
+			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
+						       : "");
+		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
 	    reply_type(e0 = reply_element(r, 0)) != REPLY_INTEGER ||

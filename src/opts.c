@@ -24,6 +24,7 @@ enum {
 	OPT_KEY,
 	OPT_SNI,
 	OPT_INSECURE,
+	OPT_PASSWORD_FILE,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
@@ -50,6 +51,7 @@ static const struct option long_options[] = {
 	{ "key", required_argument, NULL, OPT_KEY },
 	{ "sni", required_argument, NULL, OPT_SNI },
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -98,6 +100,7 @@ opts_print_help(FILE *out)
 		"                             rediss://: a client certificate and its key",
 		"      --sni NAME             rediss://: the server name to send and verify",
 		"      --insecure             rediss://: do not verify the server at all",
+		"      --password-file FILE   the password: the first line of FILE",
 		"  -v, --verbose              say what happens and how long it took",
 		"  -q, --quiet                print fatal errors only",
 		"  -h, --help                 show this help and exit",
@@ -105,8 +108,9 @@ opts_print_help(FILE *out)
 		"",
 		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
 		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or",
-		"unix://[user[:password]@]/path/to/redis.sock[?db=N]; $REDLOCK_PASSWORD supplies",
-		"a password that should not appear on the command line.",
+		"unix://[user[:password]@]/path/to/redis.sock[?db=N]. A password that should",
+		"not appear on the command line comes from --password-file FILE (its first",
+		"line), $REDLOCK_PASSWORD_FILE or $REDLOCK_PASSWORD.",
 		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
 		"",
 		"Exit status: COMMAND's own; 128+N if it was killed by signal N; 64 usage error;",
@@ -280,15 +284,61 @@ parse_command(struct opts *o, char **rest, int nrest, const char *shell_string, 
 	return OPTS_RUN;
 }
 
+/*
+ * The first line of a password file (systemd's LoadCredential=, a container's secret), without
+ * its line ending: a string to free, or NULL with a usage error in err. what names the file's
+ * source for the message; the password itself is never in one.
+ */
+static char *
+read_password_file(const char *what, const char *path, char *err, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!f) {
+		usage_error(err, size, "%s '%s': not readable", what, path);
+		return NULL;
+	}
+	len = getline(&line, &cap, f);
+	fclose(f);
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		line[--len] = '\0';
+	if (len <= 0) {
+		free(line);
+		usage_error(err, size, "%s '%s': no password on its first line", what, path);
+		return NULL;
+	}
+	return line;
+}
+
+/*
+ * Parses the URL, and gives it the password from the first of: the URL itself,
+ * --password-file, $REDLOCK_PASSWORD_FILE, $REDLOCK_PASSWORD.
+ */
 static enum opts_action
-parse_url(struct opts *o, const char *url, const char *source, char *err, size_t size)
+parse_url(struct opts *o, const char *url, const char *source, const char *password_file,
+	  char *err, size_t size)
 {
 	char why[256];
+	const char *env_file = getenv("REDLOCK_PASSWORD_FILE");
 	const char *password = getenv("REDLOCK_PASSWORD");
 
 	if (url_parse(url, &o->url, why, sizeof(why)) < 0)
 		return usage_error(err, size, "invalid Redis URL%s: %s", source, why);
-	if (!o->url.password && password && *password && !(o->url.password = strdup(password))) {
+	if (o->url.password)
+		return OPTS_RUN;
+	if (password_file || (env_file && *env_file)) {
+		o->url.password = read_password_file(password_file ? "--password-file"
+								    : "REDLOCK_PASSWORD_FILE",
+						     password_file ? password_file : env_file, err,
+						     size);
+		if (!o->url.password) {
+			url_free(&o->url);
+			return OPTS_USAGE_ERROR;
+		}
+	} else if (password && *password && !(o->url.password = strdup(password))) {
 		url_free(&o->url);
 		return usage_error(err, size, "out of memory");
 	}
@@ -298,7 +348,7 @@ parse_url(struct opts *o, const char *url, const char *source, char *err, size_t
 enum opts_action
 opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
-	const char *url = NULL, *shell_string = NULL, *source = "";
+	const char *url = NULL, *shell_string = NULL, *source = "", *password_file = NULL;
 	char name[64];
 	bool nonblock = false;
 	int c, at;
@@ -395,6 +445,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			o->tls.insecure = true;
 			o->tls_asked = true;
 			break;
+		case OPT_PASSWORD_FILE:
+			password_file = optarg;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -443,7 +496,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		url = env && *env ? env : URL_DEFAULT;
 		source = env && *env ? " in REDLOCK_URL" : "";
 	}
-	return parse_url(o, url, source, err, size);
+	return parse_url(o, url, source, password_file, err, size);
 }
 
 void

@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# Secrets and least privilege (issue 8): a password from a file or the environment, never
+# shown anywhere; an ACL user allowed exactly what the man page's ACL SETUSER line allows is
+# enough for every feature, and one allowed less fails at once with a clear message.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	redis_start acl --requirepass 'admin secret'
+	# The man page's line, for the lock prefix jobs:
+	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER locker on '>l0cker pass' \
+		resetkeys '~jobs:*' '~{jobs:*' resetchannels -@all +evalsha +eval +blpop +get +set \
+		+pexpire +pttl +del +exists +incr +time +zadd +zrem +zremrangebyscore +rpush >/dev/null
+}
+
+teardown_file() {
+	redis_stop acl
+}
+
+setup() {
+	dir=$BATS_TEST_TMPDIR
+	export REDLOCK_URL="unix://locker@$(redis_sock acl)"
+	unset REDLOCK_PASSWORD REDLOCK_PASSWORD_FILE
+	echo 'l0cker pass' >"$dir/password"
+}
+
+@test "--password-file and REDLOCK_PASSWORD_FILE give the first line of a file" {
+	printf 'l0cker pass\r\nsecond line\n' >"$dir/crlf"
+	run "$RR" --password-file "$dir/crlf" jobs:a -- echo ran
+	assert_success
+	assert_output ran
+	run env REDLOCK_PASSWORD_FILE="$dir/password" "$RR" jobs:a -- echo ran
+	assert_output ran
+	# the option wins over the variables, the file variable over the plain one
+	run env REDLOCK_PASSWORD_FILE=/nonexistent REDLOCK_PASSWORD=wrong \
+		"$RR" --password-file "$dir/password" jobs:a -- echo ran
+	assert_output ran
+	run env REDLOCK_PASSWORD_FILE="$dir/password" REDLOCK_PASSWORD=wrong "$RR" jobs:a -- echo ran
+	assert_output ran
+}
+
+@test "a password file that cannot be read, or is empty, is a usage error that names it" {
+	run --separate-stderr "$RR" --password-file /nonexistent jobs:a -- true
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '/nonexistent': not readable"
+	: >"$dir/empty"
+	run --separate-stderr env REDLOCK_PASSWORD_FILE="$dir/empty" "$RR" jobs:a -- true
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "redlock-run: REDLOCK_PASSWORD_FILE '$dir/empty': no password on its first line"
+}
+
+@test "a password given any way never shows in messages, -v or --status --json" {
+	secret='l0cker pass'
+	wrong='n0t-the-Pa55'
+	{
+		"$RR" -v --password-file "$dir/password" jobs:a -- true
+		REDLOCK_PASSWORD=$secret "$RR" -v jobs:a -- true
+		"$RR" -v -r "unix://locker:l0cker%20pass@$(redis_sock acl)" jobs:a -- true
+		REDLOCK_PASSWORD=$secret "$RR" --status --json jobs:a
+		REDLOCK_PASSWORD=$secret "$RR" --status jobs:a
+		REDLOCK_PASSWORD=$wrong "$RR" -v jobs:a -- true
+		"$RR" -v -r "unix://locker:$wrong@$(redis_sock acl)" jobs:a -- true
+		"$RR" -v -r "redis://locker:$wrong@127.0.0.1:1" jobs:a -- true
+		"$RR" -r "redis://locker:$wrong@127.0.0.1:99999" jobs:a -- true
+		REDLOCK_PASSWORD=$secret "$RR" -v -t 300ms jobs:a -- sleep 0.5
+	} >"$dir/all" 2>&1 || true
+	grep -q 'refused' "$dir/all" # the wrong ones were tried
+	run grep -cE "l0cker|$wrong" "$dir/all"
+	assert_output 0
+}
+
+@test "the man page's ACL line is enough: take, renew, wait and be woken, release, --status" {
+	export REDLOCK_PASSWORD='l0cker pass'
+	run "$RR" -t 300ms jobs:w -- sleep 1 # renewed three times
+	assert_success
+	"$RR" -t 30s jobs:w -c "echo ready > $dir/ready; sleep 0.5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	start=$(now_ms)
+	run "$RR" jobs:w -- echo woken
+	assert_output woken
+	(($(now_ms) - start < 5000)) # by the release, not by the 30s lease
+	wait "$holder"
+	run "$RR" --status jobs:w
+	assert_success
+	assert_output "jobs:w is free (last fence 3)"
+	run "$RR" -n '{jobs:deploy}:prod' -- echo a hash tag of the prefix
+	assert_output "a hash tag of the prefix"
+}
+
+@test "a key outside the ACL's patterns: 69 at once, with the server's NOPERM and where to look" {
+	export REDLOCK_PASSWORD='l0cker pass'
+	run --separate-stderr timeout 10 "$RR" other -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"refused to take other: NOPERM"*"see LEAST PRIVILEGE in redlock-run(1)" ]]
+	# one without the wake list: refused as well, not a hang
+	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER nowake on '>w' resetkeys \
+		'~jobs:*' '~{jobs:*}:fence' '~{jobs:*}:waiting' -@all +evalsha +eval +blpop +get +set \
+		+pexpire +pttl +del +exists +incr +time +zadd +zrem +zremrangebyscore +rpush >/dev/null
+	run --separate-stderr timeout 10 "$RR" -r "unix://nowake:w@$(redis_sock acl)" jobs:b -- \
+		echo never
+	assert_equal "$status" 69
+	[[ $stderr == *NOPERM* ]]
+}
