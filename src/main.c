@@ -59,12 +59,13 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 				 duration_format(waited, buf, sizeof(buf)), l->fence);
 			return;
 		case LOCK_BUSY:
+			duration_format(clock_now() - start, buf, sizeof(buf));
 			if (l->holder[0])
-				msg_info("%s is held by %s; giving up%s", l->key,
+				msg_info("%s is held by %s; giving up after %s", l->key,
 					 lock_describe_holder(l->holder, holder, sizeof(holder)),
-					 o->wait ? " after waiting" : "");
+					 buf);
 			else
-				msg_info("%s; giving up", l->error);
+				msg_info("%s; giving up after %s", l->error, buf);
 			child_free(ch);
 			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:
