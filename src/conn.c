@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,54 @@ struct conn {
 	char address[300];
 	char error[512];
 };
+
+/* No reply of ours has more than a few elements: an array header that announces more is
+ * refused before hiredis allocates room for them (a server, or anything posing as one, that
+ * says *2000000000 would otherwise cost gigabytes; found by fuzz/fuzz_reply). */
+#define REPLY_MAX_ELEMENTS 1024
+
+#if HIREDIS_MAJOR >= 1
+typedef size_t array_size;
+#else
+typedef int array_size;
+#endif
+
+static void *(*hiredis_array)(const redisReadTask *, array_size);
+static redisReplyObjectFunctions bounded;
+static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
+
+static void *
+bounded_array(const redisReadTask *task, array_size elements)
+{
+	return elements > REPLY_MAX_ELEMENTS ? NULL : hiredis_array(task, elements);
+}
+
+/* hiredis's own table of reply functions, with the array one bounded. */
+static void
+make_bounded(void)
+{
+	redisReader *r = redisReaderCreate();
+
+	if (r && r->fn) {
+		bounded = *r->fn;
+		hiredis_array = r->fn->createArray;
+		bounded.createArray = bounded_array;
+	}
+	if (r)
+		redisReaderFree(r);
+}
+
+/* A reply parser with hiredis's own reply objects, but bounded arrays. */
+static redisReader *
+new_reader(void)
+{
+	redisReader *r;
+
+	pthread_once(&bounded_once, make_bounded);
+	if ((r = redisReaderCreate()) && hiredis_array)
+		r->fn = &bounded;
+	return r;
+}
 
 /*
  * struct reply is hiredis's redisReply under a name of ours: the pointer is converted back
@@ -438,7 +487,7 @@ conn_open(struct conn *c, int64_t deadline, int intr_fd)
 		res = handshake(c, deadline, intr_fd);
 	if (res != CONN_OK)
 		return res;
-	if (!(c->reader = redisReaderCreate()))
+	if (!(c->reader = new_reader()))
 		return fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
 
 	/* AUTH and SELECT go out together: both are answered before conn_open returns, and
@@ -667,6 +716,27 @@ conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd, i
 	if (conn_send(c, argc, argv, argvlen) < 0)
 		return CONN_FAILED;
 	return conn_recv(c, reply, deadline, intr_fd);
+}
+
+struct reply *
+reply_parse(const char *buf, size_t len)
+{
+	redisReader *reader = new_reader();
+	void *r = NULL, *more = NULL;
+
+	if (!reader)
+		return NULL;
+	if (redisReaderFeed(reader, buf, len) != REDIS_OK ||
+	    redisReaderGetReply(reader, &r) != REDIS_OK || !r ||
+	    redisReaderGetReply(reader, &more) != REDIS_OK || more || reader->pos != reader->len) {
+		if (r)
+			freeReplyObject(r);
+		if (more)
+			freeReplyObject(more);
+		r = NULL;
+	}
+	redisReaderFree(reader);
+	return r;
 }
 
 enum reply_type

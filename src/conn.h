@@ -99,6 +99,10 @@ enum reply_type {
 	REPLY_OTHER, /* anything newer than RESP2: never asked for */
 };
 
+/* Parses one whole RESP reply from buf (for module tests and fuzzing, where no server
+ * answers): NULL when buf does not hold exactly that. */
+struct reply *reply_parse(const char *buf, size_t len);
+
 enum reply_type reply_type(const struct reply *r);
 long long reply_integer(const struct reply *r);
 /* The bytes of a string, status or error reply; *len may be NULL. */

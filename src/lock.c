@@ -315,6 +315,15 @@ lock_describe_holder(const char *value, char *buf, size_t size)
 	return buf;
 }
 
+/* A PTTL in ms as a TTL in ns, saturating (a server may say anything): -1 for none. */
+static int64_t
+ttl_ns(long long ms)
+{
+	if (ms < 0)
+		return -1;
+	return ms > TIME_NEVER / NS_PER_MS ? TIME_NEVER : (int64_t)ms * NS_PER_MS;
+}
+
 enum acquire_reply {
 	REPLY_ACQUIRED,
 	REPLY_HELD,
@@ -358,7 +367,7 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 		l->fence = reply_integer(e1);
 		return REPLY_ACQUIRED;
 	}
-	l->holder_ttl = reply_integer(e1) >= 0 ? reply_integer(e1) * NS_PER_MS : -1;
+	l->holder_ttl = ttl_ns(reply_integer(e1));
 	l->holder[0] = '\0';
 	if (reply_count(r) > 2 && reply_type(reply_element(r, 2)) == REPLY_STRING) {
 		size_t len;
@@ -689,6 +698,30 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 	return out;
 }
 
+/* Reads the renew script's reply into l. */
+static enum lock_renewal
+read_renewal(struct lock *l, struct conn *c, const struct reply *r)
+{
+	size_t len;
+	const char *v;
+
+	switch (reply_type(r)) {
+	case REPLY_INTEGER:
+		return reply_integer(r) == 1   ? LOCK_RENEWED
+		       : reply_integer(r) == 0 ? LOCK_GONE
+					       : LOCK_GONE_WITH_DATA;
+	case REPLY_STRING:
+		v = reply_string(r, &len);
+		snprintf(l->holder, sizeof(l->holder), "%.*s", (int)len, v);
+		return LOCK_TAKEN;
+	default:
+		set_error(l, "%s refused to renew %s: %s", conn_address(c), l->key,
+			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
+						       : "unexpected reply");
+		return LOCK_RENEW_FAILED;
+	}
+}
+
 enum lock_renewal
 lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 {
@@ -715,27 +748,12 @@ lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 		set_error(l, "%s", conn_error(c));
 		return LOCK_RENEW_FAILED;
 	}
-	switch (reply_type(r)) {
-	case REPLY_INTEGER:
-		out = reply_integer(r) == 1   ? LOCK_RENEWED
-		      : reply_integer(r) == 0 ? LOCK_GONE
-					      : LOCK_GONE_WITH_DATA;
-		break;
-	case REPLY_STRING:
-		snprintf(l->holder, sizeof(l->holder), "%s", reply_string(r, NULL));
-		out = LOCK_TAKEN;
-		break;
-	default:
+	out = read_renewal(l, c, r);
+	if (out == LOCK_RENEW_FAILED)
 		/* A refusal (a replica that turned read-only, a script error): the lease
 		 * cannot be extended here, so it counts as a failed attempt, and the next
 		 * one starts afresh, resolving the name again (a failover may have moved it). */
-		set_error(l, "%s refused to renew %s: %s", conn_address(c), l->key,
-			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
-						       : "unexpected reply");
 		conn_reset(c);
-		out = LOCK_RENEW_FAILED;
-		break;
-	}
 	reply_free(r);
 	return out;
 }
@@ -783,26 +801,18 @@ lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
 	return out;
 }
 
-int
-lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st)
+/* Reads the query script's reply into *st: 0, or -1 with l->error set. */
+static int
+read_state(struct lock *l, struct conn *c, const struct reply *r, struct lock_state *st)
 {
-	const char *args[2] = { l->key, l->fence_key };
 	const struct reply *value, *pttl, *fence;
-	struct reply *r;
 	size_t len;
 
-	memset(st, 0, sizeof(*st));
-	if ((!conn_is_open(c) && conn_open(c, deadline, -1) != CONN_OK) ||
-	    eval(c, &script_query, 2, 2, args, deadline, -1, &r) != CONN_OK) {
-		set_error(l, "%s", conn_error(c));
-		return -1;
-	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
 	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
 		set_error(l, "%s refused to say who holds %s: %s", conn_address(c), l->key,
 			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
 						       : "unexpected reply");
-		reply_free(r);
 		return -1;
 	}
 	value = reply_element(r, 0);
@@ -812,8 +822,26 @@ lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *
 		const char *v = reply_string(value, &len);
 		snprintf(st->value, sizeof(st->value), "%.*s", (int)len, v);
 	}
-	st->ttl = reply_integer(pttl) >= 0 ? reply_integer(pttl) * NS_PER_MS : -1;
+	st->ttl = ttl_ns(reply_integer(pttl));
 	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
-	reply_free(r);
 	return 0;
+}
+
+int
+lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st)
+{
+	const char *args[2] = { l->key, l->fence_key };
+	struct reply *r;
+
+	int out;
+
+	memset(st, 0, sizeof(*st));
+	if ((!conn_is_open(c) && conn_open(c, deadline, -1) != CONN_OK) ||
+	    eval(c, &script_query, 2, 2, args, deadline, -1, &r) != CONN_OK) {
+		set_error(l, "%s", conn_error(c));
+		return -1;
+	}
+	out = read_state(l, c, r, st);
+	reply_free(r);
+	return out;
 }

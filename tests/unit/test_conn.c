@@ -288,5 +288,15 @@ main(void)
 	CHECK_STR(redis_fixture_call(c, "PING", NULL), "(failed)");
 	CHECK(!conn_is_open(c));
 	conn_free(c);
+	/* Replies parsed from bytes: one whole reply or nothing, and no array so large that
+	 * its header alone would cost gigabytes (fuzz/corpus/reply/huge-array). */
+#define PARSE_REPLY(text) reply_parse(text, sizeof(text) - 1)
+	struct reply *parsed = PARSE_REPLY("*2\r\n:1\r\n:7\r\n");
+	CHECK(parsed && reply_type(parsed) == REPLY_ARRAY && reply_count(parsed) == 2);
+	reply_free(parsed);
+	CHECK(!PARSE_REPLY("*2\r\n:1\r\n"));
+	CHECK(!PARSE_REPLY(":1\r\n:2\r\n"));
+	CHECK(!PARSE_REPLY("*203758006\r\n:1\r\n"));
+	CHECK(!PARSE_REPLY("*2000000000\r\n"));
 	return check_done("conn");
 }
