@@ -293,24 +293,29 @@ static char *
 read_password_file(const char *what, const char *path, char *err, size_t size)
 {
 	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	char line[4096]; /* a bound: the "file" may be /dev/zero */
+	size_t len;
 
 	if (!f) {
 		usage_error(err, size, "%s '%s': not readable", what, path);
 		return NULL;
 	}
-	len = getline(&line, &cap, f);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
 	fclose(f);
+	len = strlen(line);
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 		line[--len] = '\0';
-	if (len <= 0) {
-		free(line);
+	if (len == 0) {
 		usage_error(err, size, "%s '%s': no password on its first line", what, path);
 		return NULL;
 	}
-	return line;
+	if (len == sizeof(line) - 1) {
+		usage_error(err, size, "%s '%s': its first line is too long for a password", what,
+			    path);
+		return NULL;
+	}
+	return strdup(line);
 }
 
 /*

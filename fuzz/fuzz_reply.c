@@ -1,0 +1,26 @@
+/* What a server may answer (src/lock.c): any bytes that make one RESP reply, read as the
+ * answer to the acquire, renew and status scripts. lock.c is compiled into the target so
+ * that its readers, which are static, can be called without a server. */
+#include "../src/lock.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct lock l;
+	static struct conn *c;
+	static const struct redis_url url = { .scheme = URL_UNIX, .path = "/fuzz.sock" };
+	struct lock_state st;
+	struct reply *r;
+
+	if (!c && (lock_init(&l, "job", 30 * NS_PER_S) < 0 || !(c = conn_new(&url))))
+		abort();
+	if (!(r = reply_parse((const char *)data, size)))
+		return 0;
+	parse_acquire(&l, c, r);
+	read_renewal(&l, c, r);
+	read_state(&l, c, r, &st);
+	reply_free(r);
+	return 0;
+}
