@@ -293,7 +293,7 @@ static char *
 read_password_file(const char *what, const char *path, char *err, size_t size)
 {
 	FILE *f = fopen(path, "re");
-	char line[4096]; /* a bound: the "file" may be /dev/zero */
+	char line[4096], *p; /* a bound: the "file" may be /dev/zero */
 	size_t len;
 
 	if (!f) {
@@ -315,7 +315,9 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 			    path);
 		return NULL;
 	}
-	return strdup(line);
+	if (!(p = strdup(line)))
+		usage_error(err, size, "out of memory");
+	return p;
 }
 
 /*

@@ -48,6 +48,13 @@ setup() {
 	run --separate-stderr env REDLOCK_PASSWORD_FILE="$dir/empty" "$RR" jobs:a -- true
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "redlock-run: REDLOCK_PASSWORD_FILE '$dir/empty': no password on its first line"
+	# a "file" without end is read no further than a password could be long
+	run --separate-stderr timeout 5 "$RR" --password-file /dev/zero jobs:a -- true
+	assert_equal "$status" 64
+	head -c 5000 /dev/zero | tr '\0' x >"$dir/long"
+	run --separate-stderr "$RR" --password-file "$dir/long" jobs:a -- true
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '$dir/long': its first line is too long for a password"
 }
 
 @test "a password given any way never shows in messages, -v or --status --json" {
