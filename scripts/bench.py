@@ -68,6 +68,20 @@ class Bench:
                 times[tool].append(ns)
         return {t: (statistics.median(v), percentile(v, 90)) for t, v in times.items()}
 
+    def over_tls(self, runs):
+        """Median of `redlock-run KEY -- true` over redis:// and over rediss://, interleaved."""
+        times = {"plain": [], "tls": []}
+        true = shutil.which("true")
+        tls_env = dict(self.env, REDLOCK_URL=self.args.tls_url, REDLOCK_CACERT=self.args.cacert)
+        for i in range(runs):
+            order = ("plain", "tls") if i % 2 == 0 else ("tls", "plain")
+            for kind in order:
+                env = tls_env if kind == "tls" else self.env
+                ns, status = run_timed(self.lock_argv("redlock-run", "tls", [true]), env)
+                self.check(f"redlock-run over {kind}", status)
+                times[kind].append(ns)
+        return {k: statistics.median(v) for k, v in times.items()}
+
     def contended(self, tool, workers, iterations, work_us):
         """workers x iterations critical sections through one lock."""
         counter = os.path.join(self.tmp, f"{tool}.counter")
@@ -134,6 +148,8 @@ def main():
     parser.add_argument("--redlock-run", required=True)
     parser.add_argument("--critical", required=True)
     parser.add_argument("--url", required=True)
+    parser.add_argument("--tls-url", help="the same server over rediss://, if there is one")
+    parser.add_argument("--cacert", help="the CA of the --tls-url server")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs, to check that the bench works, not its figures")
     args = parser.parse_args()
@@ -154,6 +170,10 @@ def main():
     sections = workers * iterations
     per_section = sum(sent.values()) / sections
     rss = {tool: bench.peak_rss(tool) for tool in ("flock", "redlock-run")}
+    tls = None
+    if args.tls_url:
+        bench.over_tls(1)
+        tls = bench.over_tls(runs)
 
     def verdict(ok):
         return "" if args.quick else ("met" if ok else "**missed**")
@@ -189,6 +209,11 @@ def main():
     print(f"| peak RSS while the command sleeps | {rss['flock'] / 1024:.2f} MiB | "
           f"{rss['redlock-run'] / 1024:.2f} MiB | | ≤ 2.5 MiB | "
           f"{verdict(rss['redlock-run'] <= 2.5 * 1024)} |")
+    if tls:
+        print(f"| `LOCK KEY -- true` over rediss://, median of {runs} | | {ms(tls['tls'])} | "
+              f"{tls['tls'] / fu[0]:.2f}× | | |")
+        print(f"| rediss:// / redis://, interleaved in the same run | | "
+              f"{tls['tls'] / tls['plain']:.2f}× | | | |")
     print()
     print("Commands sent in the contended run: " +
           ", ".join(f"{name.upper()} {n}" for name, n in sent.items() if n) + ".")

@@ -24,12 +24,22 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+tls=()
+if [[ $("$REDLOCK_RUN" --version) == *"(TLS: yes)" ]]; then
+	# The same server on a TLS port too, with a throwaway CA, for the rediss:// rows.
+	scripts/certs.sh "$dir/certs"
+	tls=(--tls-port 0 --tls-cert-file "$dir/certs/server.crt"
+		--tls-key-file "$dir/certs/server.key" --tls-ca-cert-file "$dir/certs/ca.crt"
+		--tls-auth-clients no)
+fi
 
 # A free loopback port: the figures are for a real TCP round trip, not a Unix socket.
 for _ in $(seq 10); do
 	port=$((20000 + RANDOM % 40000))
-	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- || continue
+	((${#tls[@]} == 0)) || tls[1]=$((port + 1))
+	redis-server --port "$port" "${tls[@]}" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize yes --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+		3>&- || continue
 	for _ in $(seq 100); do
 		redis-cli -p "$port" ping >/dev/null 2>&1 && break 2
 		sleep 0.05
@@ -37,5 +47,8 @@ for _ in $(seq 10); do
 done
 redis-cli -p "$port" ping >/dev/null
 
+tls_args=()
+((${#tls[@]} == 0)) ||
+	tls_args=(--tls-url "rediss://localhost:$((port + 1))" --cacert "$dir/certs/ca.crt")
 python3 scripts/bench.py --redlock-run "$REDLOCK_RUN" --critical "$BENCH_CRITICAL" \
-	--url "redis://127.0.0.1:$port" "${quick[@]}"
+	--url "redis://127.0.0.1:$port" "${tls_args[@]}" "${quick[@]}"
