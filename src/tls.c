@@ -95,6 +95,7 @@ tls_resumed(const struct tls *t)
 	X(SSL_CTX_use_certificate_chain_file)                                                      \
 	X(SSL_CTX_use_PrivateKey_file)                                                             \
 	X(SSL_CTX_check_private_key)                                                               \
+	X(SSL_CTX_set_default_passwd_cb)                                                           \
 	X(SSL_CTX_sess_set_new_cb)                                                                 \
 	X(SSL_new)                                                                                 \
 	X(SSL_free)                                                                                \
@@ -226,6 +227,15 @@ see_certificate(int ok, X509_STORE_CTX *store)
 	return ok;
 }
 
+/* An encrypted private key is not supported: without this, OpenSSL would ask for its
+ * passphrase on the terminal, and a cron job would hang there. */
+static int
+no_passphrase(char *buf, int size, int rwflag, void *arg)
+{
+	(void)buf, (void)size, (void)rwflag, (void)arg;
+	return -1;
+}
+
 /* OpenSSL's queue of errors, as one line (and emptied). */
 static const char *
 openssl_error(char *buf, size_t size)
@@ -264,6 +274,7 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 		       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, NULL);
 	p_SSL_CTX_sess_set_new_cb(tls.ctx, keep_session);
 	p_SSL_CTX_set_verify(tls.ctx, SSL_VERIFY_PEER, see_certificate);
+	p_SSL_CTX_set_default_passwd_cb(tls.ctx, no_passphrase);
 	tls.insecure = cfg && cfg->insecure;
 	if (cfg && cfg->sni)
 		snprintf(tls.sni, sizeof(tls.sni), "%s", cfg->sni);
@@ -294,8 +305,9 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 		/* OpenSSL checks the key against the certificate as it loads it. */
 		if (p_SSL_CTX_use_PrivateKey_file(tls.ctx, cfg->key, SSL_FILETYPE_PEM) != 1 &&
 		    ERR_GET_REASON(p_ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
-			snprintf(err, size, "cannot use the private key in %s: %s", cfg->key,
-				 openssl_error(why, sizeof(why)));
+			snprintf(err, size, "cannot use the private key in %s (an encrypted key is "
+					    "not supported): %s",
+				 cfg->key, openssl_error(why, sizeof(why)));
 			return -1;
 		}
 		if (p_SSL_CTX_check_private_key(tls.ctx) != 1) {

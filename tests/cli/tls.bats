@@ -129,6 +129,13 @@ teardown() {
 	run --separate-stderr "$RR" --cert "$certs/client.crt" job -- true
 	assert_equal "$status" 64
 	assert_equal "$stderr" "redlock-run: --cert needs --key too"
+	# an encrypted key is refused at once: no passphrase prompt on the terminal
+	openssl pkey -in "$certs/client.key" -aes256 -passout pass:s3cret -out "$dir/encrypted.key"
+	run --separate-stderr timeout 5 script -qfec "$RR --cert $certs/client.crt \
+		--key $dir/encrypted.key job -- true" /dev/null </dev/null
+	assert_equal "$status" 64
+	[[ $output == *"an encrypted key is not supported"* ]]
+	[[ $output != *s3cret* ]]
 }
 
 @test "a server frozen during the handshake: given up within the request's deadline" {
