@@ -196,6 +196,12 @@ conn_close(struct conn *c)
 	c->out_len = c->out_sent = 0;
 }
 
+bool
+conn_tls_resumed(const struct conn *c)
+{
+	return c->tls && tls_resumed(c->tls);
+}
+
 const char *
 conn_error(const struct conn *c)
 {

@@ -83,6 +83,9 @@ enum conn_result conn_wait(struct conn *c, int64_t deadline, int intr_fd);
 enum conn_result conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd,
 			   int argc, const char **argv, const size_t *argvlen);
 
+/* Whether c is open over TLS on a session resumed from an earlier connection. */
+bool conn_tls_resumed(const struct conn *c);
+
 /* One line on the last failure, naming the server: "cannot connect to 127.0.0.1:6379:
  * connection refused". Never contains the password. */
 const char *conn_error(const struct conn *c);

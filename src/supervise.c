@@ -130,7 +130,8 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 		if (st->failing)
 			msg_warn("renewed %s again", key);
 		else
-			msg_info("renewed %s", key);
+			msg_info("renewed %s%s%s%s", key, ev->detail[0] ? " (" : "", ev->detail,
+				 ev->detail[0] ? ")" : "");
 		st->failing = false;
 		return;
 	case WATCHDOG_FAILED:

@@ -45,6 +45,7 @@ run(void *arg)
 	/* After a failure, try again soon rather than a whole period later. */
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
 	int64_t renewed = l->acquired_at, next = renewed + period;
+	bool told = false;
 
 	for (;;) {
 		int64_t now, lease_end = lock_lease_deadline(l, renewed);
@@ -61,7 +62,11 @@ run(void *arg)
 		if (r == LOCK_RENEWED) {
 			renewed = now;
 			next = now + period;
-			post(w, WATCHDOG_RENEWED, r, now, NULL);
+			/* Whether the connection it made resumed the first one's TLS session
+			 * (said once, with -v): a renewal then skips a full handshake. */
+			post(w, WATCHDOG_RENEWED, r, now,
+			     !told && (told = conn_tls_resumed(w->conn)) ? "TLS session resumed"
+									: NULL);
 		} else if (r == LOCK_RENEW_FAILED) {
 			next = clock_now() + retry;
 			post(w, WATCHDOG_FAILED, r, now, l->error);

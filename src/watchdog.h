@@ -15,7 +15,7 @@
 struct watchdog;
 
 enum watchdog_event_type {
-	WATCHDOG_RENEWED, /* sent: when the renewing request went out */
+	WATCHDOG_RENEWED, /* sent: when the renewing request went out; detail: a note, or "" */
 	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
 	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any */
 };

@@ -62,6 +62,8 @@ teardown() {
 	run --separate-stderr "$RR" -v -t 300ms job -- sleep 1
 	assert_success
 	(($(grep -c 'renewed job' <<<"$stderr") >= 3))
+	# the watchdog's connection resumed the first one's session: no full handshake
+	assert_equal "$(grep -c '^redlock-run: renewed job (TLS session resumed)$' <<<"$stderr")" 1
 }
 
 @test "refused, 69, naming the cause: an untrusted CA, another name, an expired certificate" {
