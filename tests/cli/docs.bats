@@ -46,3 +46,11 @@ long_options() {
 	done
 	((count >= 10))
 }
+
+@test "the man page's ACL SETUSER line allows exactly what the tests run as (LOCKER_COMMANDS)" {
+	line=$(sed -n '/^ACL SETUSER locker/,/^\.Ed/p' "$SOURCE_ROOT/man/redlock-run.1" |
+		tr -d '\\' | tr -s ' \n' '\n' | grep '^[+-]' | sort)
+	assert_equal "$line" "$(printf '%s\n' -@all "${LOCKER_COMMANDS[@]}" | sort)"
+	readme=$(grep '^ACL SETUSER locker' "$SOURCE_ROOT/README.md" | tr ' ' '\n' | grep '^[+-]' | sort)
+	assert_equal "$readme" "$line"
+}

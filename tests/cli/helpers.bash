@@ -170,12 +170,25 @@ reap() {
 	wait "$1" || status=$?
 }
 
+# The commands a Redis user needs, as the man page's LEAST PRIVILEGE section lists them
+# (docs.bats checks that it does).
+LOCKER_COMMANDS=(+evalsha +eval +blpop +get +set +pexpire +pttl +del +exists +incr +time +zadd
+	+zrem +zremrangebyscore +rpush)
+
 # The fixture most files share: one server per file, empty before each test, REDLOCK_URL
-# pointing at it, and $dir for the test's own files.
-main_server_start() { redis_start main; }
+# pointing at it, and $dir for the test's own files. With REDLOCK_TEST_AS_LOCKER set (meson's
+# *-acl scenarios), redlock-run connects as a user allowed LOCKER_COMMANDS only; the tests'
+# own redis-cli stays the default user.
+main_server_start() {
+	redis_start main
+	[ -z "${REDLOCK_TEST_AS_LOCKER:-}" ] ||
+		rcli ACL SETUSER locker on '>l0cker' resetkeys '~*' resetchannels -@all \
+			"${LOCKER_COMMANDS[@]}" >/dev/null
+}
 main_server_stop() { redis_stop main; }
 main_server_reset() {
 	export REDLOCK_URL="unix://$(redis_sock main)"
+	[ -z "${REDLOCK_TEST_AS_LOCKER:-}" ] || REDLOCK_URL="unix://locker:l0cker@$(redis_sock main)"
 	rcli flushall >/dev/null
 	dir=$BATS_TEST_TMPDIR
 }

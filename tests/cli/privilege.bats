@@ -10,8 +10,7 @@ setup_file() {
 	redis_start acl --requirepass 'admin secret'
 	# The man page's line, for the lock prefix jobs:
 	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER locker on '>l0cker pass' \
-		resetkeys '~jobs:*' '~{jobs:*' resetchannels -@all +evalsha +eval +blpop +get +set \
-		+pexpire +pttl +del +exists +incr +time +zadd +zrem +zremrangebyscore +rpush >/dev/null
+		resetkeys '~jobs:*' '~{jobs:*' resetchannels -@all "${LOCKER_COMMANDS[@]}" >/dev/null
 }
 
 teardown_file() {
@@ -103,8 +102,7 @@ setup() {
 	[[ $stderr == *"refused to take other: NOPERM"*"see LEAST PRIVILEGE in redlock-run(1)" ]]
 	# one without the wake list: refused as well, not a hang
 	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER nowake on '>w' resetkeys \
-		'~jobs:*' '~{jobs:*}:fence' '~{jobs:*}:waiting' -@all +evalsha +eval +blpop +get +set \
-		+pexpire +pttl +del +exists +incr +time +zadd +zrem +zremrangebyscore +rpush >/dev/null
+		'~jobs:*' '~{jobs:*}:fence' '~{jobs:*}:waiting' -@all "${LOCKER_COMMANDS[@]}" >/dev/null
 	run --separate-stderr timeout 10 "$RR" -r "unix://nowake:w@$(redis_sock acl)" jobs:b -- \
 		echo never
 	assert_equal "$status" 69
