@@ -10,7 +10,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct lock l;
 	static struct conn *c;
-	static const struct redis_url url = { .scheme = URL_UNIX, .path = "/fuzz.sock" };
+	static char path[] = "/fuzz.sock";
+	static const struct redis_url url = { .scheme = URL_UNIX, .path = path };
 	struct lock_state st;
 	struct reply *r;
 

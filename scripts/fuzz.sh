@@ -32,5 +32,5 @@ for target in url duration opts reply; do
 	fi
 	rm -rf "$scratch"
 done
-echo "fuzzing: $failed of 4 targets failed"
+echo "fuzzing: $((4 - failed)) passed, $failed failed"
 exit $((failed > 0))
