@@ -214,6 +214,9 @@ conn_address(const struct conn *c)
 	return c->address;
 }
 
+static enum conn_result fail(struct conn *c, enum conn_result result, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Records why the connection failed, closes it and returns result. */
 static enum conn_result
 fail(struct conn *c, enum conn_result result, const char *fmt, ...)

@@ -60,6 +60,9 @@ msg_verbose(void)
 	return level >= MSG_VERBOSE;
 }
 
+static void emit(const char *lead, const char *tail, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
 /* Formats "<lead>redlock-run: <message><tail>" and writes it in one go. */
 static void
 emit(const char *lead, const char *tail, const char *fmt, va_list ap)
@@ -79,6 +82,8 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 	/* A line that does not fit at once is cut rather than waited for (see msg_init). */
 	put(line, len);
 }
+
+static void emit_line(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 static void
 emit_line(const char *fmt, va_list ap)

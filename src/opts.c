@@ -125,6 +125,9 @@ opts_print_help(FILE *out)
 		fprintf(out, "%s\n", lines[i]);
 }
 
+static enum opts_action usage_error(char *err, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 static enum opts_action
 usage_error(char *err, size_t size, const char *fmt, ...)
 {

@@ -19,6 +19,8 @@ static const struct {
 	{ "unix://", URL_UNIX },
 };
 
+static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static int
 fail(char *err, size_t size, const char *fmt, ...)
 {
