@@ -29,8 +29,8 @@ enum conn_result {
 
 /*
  * Sets up TLS for every rediss:// connection of this run from cfg: loads OpenSSL, the trust
- * store, the client certificate and its key. 0, or -1 with err set: a file OpenSSL cannot use,
- * a key that does not match its certificate, or no TLS in this build.
+ * store, the client certificate and its key. 0; -1 with err set for a file OpenSSL cannot use
+ * or a key that does not match its certificate; -2 when OpenSSL cannot be loaded.
  */
 int conn_setup_tls(const struct tls_config *cfg, char *err, size_t size);
 /* True when this build can speak TLS (rediss://). */

@@ -186,10 +186,11 @@ main(int argc, char *argv[])
 	/* TLS is set up before anything connects, so that a certificate or key it cannot use
 	 * is a usage error; a plain run never loads OpenSSL. */
 	if ((o.url.scheme == URL_TLS || o.tls_asked) && conn_has_tls()) {
-		if (conn_setup_tls(&o.tls, err, sizeof(err)) < 0) {
+		int setup = conn_setup_tls(&o.tls, err, sizeof(err));
+		if (setup < 0) {
 			msg_error("%s", err);
 			opts_free(&o);
-			return STATUS_USAGE;
+			return setup == -1 ? STATUS_USAGE : STATUS_UNAVAILABLE;
 		}
 		if (o.tls.insecure)
 			msg_info("--insecure: the server's certificate is not verified");

@@ -17,7 +17,7 @@ tls_configure(const struct tls_config *cfg, char *err, size_t size)
 {
 	(void)cfg;
 	snprintf(err, size, "this build has no TLS support");
-	return -1;
+	return -2;
 }
 
 struct tls *
@@ -332,7 +332,7 @@ tls_configure(const struct tls_config *cfg, char *err, size_t size)
 	pthread_once(&tls.once, load);
 	if (tls.load_error[0]) {
 		snprintf(err, size, "%s", tls.load_error);
-		return -1;
+		return -2;
 	}
 	return setup(cfg, err, size);
 }

@@ -28,9 +28,9 @@ bool tls_available(void);
 
 /*
  * Loads OpenSSL and sets up the one client context from cfg: the trust store, the client
- * certificate and key (which must match). Returns 0, or -1 with a message in err: a file
- * that cannot be read or used, a key that does not match, or no OpenSSL. Called once,
- * before any connection; without it, the first tls_start uses the defaults.
+ * certificate and key (which must match). Returns 0; -1 with a message in err for a file
+ * that cannot be read or used, or a key that does not match; -2 when there is no OpenSSL to
+ * load. Called once, before any connection; without it, the first tls_new uses the defaults.
  */
 int tls_configure(const struct tls_config *cfg, char *err, size_t size);
 

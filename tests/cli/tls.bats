@@ -167,3 +167,16 @@ teardown() {
 	last=$(grep 'renewed job' "$dir/err" | tail -n 1 | cut -d' ' -f1)
 	((died - last < 1000000))
 }
+
+@test "no libssl at run time: rediss:// exits 69 and says so (a plain run does not care)" {
+	lib=$(ldconfig -p | awk '$1 == "libssl.so.3" { print $NF; exit }')
+	[ -n "$lib" ] && unshare -m true 2>/dev/null || skip "needs root and unshare to hide libssl"
+	run --separate-stderr unshare -m sh -c "mount --bind /dev/null $lib &&
+		exec $RR -r rediss://localhost:$port job -- echo never"
+	assert_equal "$status" 69
+	[[ $stderr == "redlock-run: cannot load OpenSSL: "* ]]
+	run unshare -m sh -c "mount --bind /dev/null $lib &&
+		exec $RR -r unix://$(redis_sock tls) job -- echo plain"
+	assert_success
+	assert_output plain
+}
