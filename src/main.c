@@ -184,8 +184,9 @@ main(int argc, char *argv[])
 	msg_set_level(o.verbosity);
 	msg_init();
 	/* TLS is set up before anything connects, so that a certificate or key it cannot use
-	 * is a usage error; a plain run never loads OpenSSL. */
-	if ((o.url.scheme == URL_TLS || o.tls_asked) && conn_has_tls()) {
+	 * is a usage error; a plain run never loads OpenSSL, whatever TLS options the
+	 * environment sets. */
+	if (o.url.scheme == URL_TLS && conn_has_tls()) {
 		int setup = conn_setup_tls(&o.tls, err, sizeof(err));
 		if (setup < 0) {
 			msg_error("%s", err);

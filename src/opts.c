@@ -201,15 +201,12 @@ tls_from_environment(struct opts *o, char *err, size_t size)
 			continue;
 		if (!take_path(vars[i].variable, v, vars[i].dir, field, err, size))
 			return false;
-		o->tls_asked = true;
 	}
 	if (!o->tls.sni && (v = getenv("REDLOCK_SNI")) && *v) {
 		o->tls.sni = v;
-		o->tls_asked = true;
 	}
 	if (!o->tls.insecure && (v = getenv("REDLOCK_INSECURE")) && *v && strcmp(v, "0") != 0) {
 		o->tls.insecure = true;
-		o->tls_asked = true;
 	}
 	return true;
 }
@@ -442,18 +439,15 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			if (!take_path(option_name(argv[at], name, sizeof(name)), optarg,
 				       c == OPT_CACERTDIR, field, err, size))
 				return OPTS_USAGE_ERROR;
-			o->tls_asked = true;
 			break;
 		}
 		case OPT_SNI:
 			if (!*optarg)
 				return usage_error(err, size, "--sni must not be empty");
 			o->tls.sni = optarg;
-			o->tls_asked = true;
 			break;
 		case OPT_INSECURE:
 			o->tls.insecure = true;
-			o->tls_asked = true;
 			break;
 		case OPT_PASSWORD_FILE:
 			password_file = optarg;

@@ -40,7 +40,6 @@ struct opts {
 	bool status;         /* --status: say who holds KEY, run nothing */
 	bool json;           /* --json, with --status */
 	struct tls_config tls; /* --cacert, --cert, ... or their REDLOCK_* variables */
-	bool tls_asked;        /* any of them was given */
 	char *shell_argv[4]; /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
 };
 
