@@ -98,6 +98,18 @@ gave_up_after_ms() {
 	((started_ms - expires < 100))
 }
 
+# back_after_a_second_then_acquired: server a, stopped, starts again a second later, and the
+# $waiter that rode out the outage ran its command ($dir/started) only once it was back.
+back_after_a_second_then_acquired() {
+	sleep 1 # the outage itself
+	restarted=$(now_us)
+	redis_start a
+	reap "$waiter"
+	cat "$dir/waiter.err" >&2
+	assert_equal "$status" 0
+	(($(cat "$dir/started") > restarted))
+}
+
 @test "a waiter with -w rides out a one-second restart of the server, and acquires after it" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
@@ -111,13 +123,7 @@ gave_up_after_ms() {
 	# the holder's renewals fail: it is stopped before its lease runs out
 	reap "$holder"
 	assert_equal "$status" 76
-	sleep 1 # the outage itself
-	restarted=$(now_us)
-	redis_start a
-	reap "$waiter"
-	cat "$dir/waiter.err" >&2
-	assert_equal "$status" 0
-	(($(cat "$dir/started") > restarted))
+	back_after_a_second_then_acquired
 	run cat "$dir/waiter.err"
 	assert_output --partial "; trying again until the wait ends"
 	assert_output --partial "answers again"
@@ -132,13 +138,7 @@ gave_up_after_ms() {
 	wait_until 5 grep -q 'waiting for job' "$dir/waiter.err"
 	kill -KILL "$holder"
 	redis_stop a
-	sleep 1 # the outage itself
-	restarted=$(now_us)
-	redis_start a
-	reap "$waiter"
-	cat "$dir/waiter.err" >&2
-	assert_equal "$status" 0
-	(($(cat "$dir/started") > restarted))
+	back_after_a_second_then_acquired
 	run cat "$dir/waiter.err"
 	assert_output --partial "; trying again for up to a minute"
 }
