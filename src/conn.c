@@ -1,6 +1,7 @@
 #include "conn.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -25,17 +26,52 @@
 /* How long to wait before knocking again on a Unix socket whose backlog is full. */
 #define BACKLOG_PAUSE (10 * NS_PER_MS)
 
+/* How far a connection has come. Until it is open, commands are queued, not sent. */
+enum phase {
+	PHASE_CLOSED,
+	PHASE_CONNECTING, /* a connect is in flight on fd; or, with fd < 0, a Unix socket whose
+			   * backlog was full is knocked on again at `until` */
+	PHASE_HANDSHAKE,  /* TLS */
+	PHASE_HELLO,      /* AUTH and SELECT are out, and nothing else until they are answered */
+	PHASE_OPEN,
+};
+
+/* Where the next TCP address to try comes from. */
+enum source {
+	FROM_LAST,     /* the address that worked last time */
+	FROM_LITERAL,  /* the host is an address literal */
+	FROM_RESOLVER, /* what the host name resolves to */
+	FROM_NOWHERE,  /* nothing is left to try */
+};
+
 struct conn {
 	const struct redis_url *url;
 	int fd;
+	enum phase phase;
+	enum conn_result failure; /* why it was closed, for a wait to report */
+	int64_t open_deadline;    /* the opening's; TIME_NEVER once open */
+	int64_t opened_at;        /* when it last became open */
+	/* While connecting over TCP: */
+	int64_t until;               /* when the address being tried is given up */
+	enum source next;            /* where the next address to try comes from */
+	bool trying_last;            /* the address being tried is the remembered one */
+	struct sockaddr_storage try; /* the address being tried */
+	socklen_t try_len;
+	struct addrinfo *resolved, *next_resolved;
+	int connect_err;               /* why the last address failed */
+	short tls_wants;               /* what the TLS handshake waits for */
+	bool hello_auth, hello_select; /* answers still due to AUTH and SELECT */
+	size_t gate;       /* until open, only this much of out goes out (AUTH, SELECT) */
+	unsigned due;      /* replies still to come for commands sent */
+	unsigned unwanted; /* how many of those are dropped as they come */
 	redisReader *reader;
-	void *pending; /* a reply conn_wait found ready, for conn_recv to hand out */
+	void *pending; /* a reply that has arrived, for conn_recv to hand out */
 	char *out;     /* formatted commands not yet written */
 	size_t out_len, out_sent;
-	struct tls *tls;       /* for rediss://, once connected */
-	size_t tls_unsent;     /* a TLS write waiting to be tried again: that many bytes */
-	bool read_wants_write; /* a TLS read needs the socket writable first */
-	bool received;         /* anything came from the server on this connection */
+	struct tls *tls;              /* for rediss://, once connected */
+	size_t tls_unsent;            /* a TLS write waiting to be tried again: that many bytes */
+	bool read_wants_write;        /* a TLS read needs the socket writable first */
+	bool received;                /* anything came from the server on this connection */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -156,7 +192,13 @@ conn_reset(struct conn *c)
 bool
 conn_is_open(const struct conn *c)
 {
-	return c->fd >= 0;
+	return c->phase != PHASE_CLOSED;
+}
+
+bool
+conn_is_ready(const struct conn *c)
+{
+	return c->phase == PHASE_OPEN;
 }
 
 static enum conn_result read_some(struct conn *c);
@@ -168,11 +210,11 @@ conn_check(struct conn *c)
 
 	/* On an idle connection nothing is due: anything readable is the end of it; over TLS,
 	 * unless it is TLS's own (a session ticket), which reading takes in. */
-	if (c->fd >= 0 && !c->out_len && poll(&p, 1, 0) > 0 &&
+	if (c->phase == PHASE_OPEN && !c->out_len && !c->due && poll(&p, 1, 0) > 0 &&
 	    (!c->tls || read_some(c) != CONN_OK || c->pending ||
 	     redisReaderGetReply(c->reader, &c->pending) != REDIS_OK || c->pending))
 		conn_close(c);
-	return c->fd >= 0;
+	return c->phase != PHASE_CLOSED;
 }
 
 void
@@ -185,6 +227,13 @@ conn_close(struct conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	c->phase = PHASE_CLOSED;
+	if (c->resolved)
+		freeaddrinfo(c->resolved);
+	c->resolved = c->next_resolved = NULL;
+	c->hello_auth = c->hello_select = false;
+	c->gate = 0;
+	c->due = c->unwanted = 0;
 	if (c->reader)
 		redisReaderFree(c->reader);
 	c->reader = NULL;
@@ -214,10 +263,33 @@ conn_address(const struct conn *c)
 	return c->address;
 }
 
+int64_t
+conn_opened_at(const struct conn *c)
+{
+	return c->opened_at;
+}
+
+unsigned
+conn_due(const struct conn *c)
+{
+	return c->due - c->unwanted;
+}
+
+void
+conn_forget(struct conn *c)
+{
+	c->unwanted = c->due;
+	if (c->pending) {
+		freeReplyObject(c->pending);
+		c->pending = NULL;
+	}
+}
+
 static enum conn_result fail(struct conn *c, enum conn_result result, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Records why the connection failed, closes it and returns result. */
+/* Records why the connection failed, closes it and returns result, which a wait on it
+ * reports until it is opened again. */
 static enum conn_result
 fail(struct conn *c, enum conn_result result, const char *fmt, ...)
 {
@@ -227,6 +299,7 @@ fail(struct conn *c, enum conn_result result, const char *fmt, ...)
 	vsnprintf(c->error, sizeof(c->error), fmt, ap);
 	va_end(ap);
 	conn_close(c);
+	c->failure = result;
 	return result;
 }
 
@@ -243,300 +316,395 @@ fail_errno(struct conn *c, const char *what, int err)
 			    : "");
 }
 
-/* Waits until fd is ready for events, the deadline passes, or intr_fd is readable. */
+/* The message for an opening that ran out of time, by how far it had come. */
 static enum conn_result
-wait_fd(int fd, short events, int64_t deadline, int intr_fd, short *revents)
+open_timed_out(struct conn *c)
 {
-	for (;;) {
-		struct pollfd p[2] = { { fd, events, 0 }, { intr_fd, POLLIN, 0 } };
-		int64_t left = deadline - clock_now();
-		struct timespec ts;
-		int n;
-
-		if (left <= 0)
-			return CONN_TIMEOUT;
-		ts = clock_timespec(left);
-		n = ppoll(p, intr_fd >= 0 ? 2 : 1, &ts, NULL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return CONN_FAILED;
-		if (p[0].revents) {
-			*revents = p[0].revents;
-			return CONN_OK;
-		}
-		if (p[1].revents)
-			return CONN_INTERRUPTED;
+	switch (c->phase) {
+	case PHASE_CONNECTING:
+		return fail_errno(c, "cannot connect to", ETIMEDOUT);
+	case PHASE_HANDSHAKE:
+		/* A plain server takes the TLS hello for the start of an inline command, and
+		 * waits for the rest of it. */
+		return fail(c, CONN_TIMEOUT,
+			    "no TLS handshake with %s in time (a plain port? use redis://)",
+			    c->address);
+	default:
+		return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
 	}
 }
 
-/* Connects fd to addr (non-blocking) by the deadline, unless intr_fd becomes readable
- * first; 0, or -1 with errno set (EINTR when interrupted). */
-static int
-connect_by(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline, int intr_fd)
-{
-	int err = 0;
-	socklen_t errlen = sizeof(err);
-	short revents;
+static enum conn_result write_some(struct conn *c);
 
-	if (connect(fd, addr, len) == 0)
-		return 0;
-	/* Only TCP is ever in progress: a Unix socket whose listener's backlog is full says
-	 * EAGAIN, and is not connected. */
-	if (errno != EINPROGRESS)
+/* Formats a command onto the queue: at its end, or at its front (AUTH and SELECT, which
+ * must go out before anything queued while connecting). -1 when out of memory. */
+static int
+queue(struct conn *c, int argc, const char **argv, const size_t *argvlen, bool front)
+{
+	char *cmd, *grown;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+
+	if (len < 0)
 		return -1;
-	switch (wait_fd(fd, POLLOUT, deadline, intr_fd, &revents)) {
-	case CONN_OK:
-		break;
-	case CONN_TIMEOUT:
-		errno = ETIMEDOUT;
-		return -1;
-	case CONN_INTERRUPTED:
-		errno = EINTR;
-		return -1;
-	default:
+	if (!(grown = realloc(c->out, c->out_len + (size_t)len))) {
+		redisFreeCommand(cmd);
 		return -1;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen) < 0)
-		return -1;
-	if (err) {
-		errno = err;
-		return -1;
+	c->out = grown;
+	if (front) {
+		memmove(c->out + c->out_sent + len, c->out + c->out_sent, c->out_len - c->out_sent);
+		memcpy(c->out + c->out_sent, cmd, (size_t)len);
+		c->gate += (size_t)len;
+	} else {
+		memcpy(c->out + c->out_len, cmd, (size_t)len);
 	}
+	c->out_len += (size_t)len;
+	redisFreeCommand(cmd);
 	return 0;
 }
 
-/* The outcome of a connect that failed with errno. */
-static enum conn_result
-connect_failed(struct conn *c, int err)
+/* Open for business: what was queued while connecting goes out now. */
+static void
+open_up(struct conn *c)
 {
-	if (err == EINTR)
-		return fail(c, CONN_INTERRUPTED, "interrupted while connecting to %s", c->address);
-	return fail_errno(c, "cannot connect to", err);
-}
-
-static enum conn_result
-connect_unix(struct conn *c, int64_t deadline, int intr_fd)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return connect_failed(c, errno);
-	/* url_parse made sure the path fits. */
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->url->path);
-	/* A full backlog (EAGAIN) is a busy server, not a missing one: try again shortly,
-	 * until the deadline. */
-	while (connect_by(fd, (struct sockaddr *)&sun, sizeof(sun), deadline, intr_fd) < 0) {
-		int err = errno;
-		if (err == EAGAIN && clock_now() + BACKLOG_PAUSE < deadline) {
-			if (clock_sleep_until(clock_now() + BACKLOG_PAUSE, intr_fd) == 0)
-				continue;
-			err = EINTR;
-		}
-		close(fd);
-		return connect_failed(c, err);
-	}
-	c->fd = fd;
-	return CONN_OK;
-}
-
-/* A TCP connection to addr, remembered as the one to try first next time; the fd, or -1
- * with errno set. */
-static int
-connect_tcp_addr(struct conn *c, const struct sockaddr *addr, socklen_t len, int64_t deadline,
-		 int intr_fd)
-{
-	int one = 1, fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	if (connect_by(fd, addr, len, deadline, intr_fd) < 0) {
-		int err = errno;
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	/* Requests are small and each waits for its reply: never let Nagle hold one back. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (addr != (struct sockaddr *)&c->last && len <= sizeof(c->last)) {
-		memcpy(&c->last, addr, len);
-		c->last_len = len;
-	}
-	return fd;
-}
-
-static enum conn_result
-connect_tcp(struct conn *c, int64_t deadline, int intr_fd)
-{
-	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(c->url->port) };
-	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(c->url->port) };
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *list;
-	char port[8];
-	int fd = -1, gai;
-
-	/* The address that worked last time comes first: reconnecting, or the watchdog's
-	 * connection (see conn_new_like), needs no resolver. It gets half the time, and is
-	 * forgotten when it fails: the name may point elsewhere by now. */
-	if (c->last_len > 0) {
-		int64_t half = clock_now() + (deadline - clock_now()) / 2;
-		fd = connect_tcp_addr(c, (struct sockaddr *)&c->last, c->last_len, half, intr_fd);
-		if (fd < 0 && errno == EINTR)
-			return connect_failed(c, errno);
-		if (fd < 0)
-			c->last_len = 0;
-	}
-	/* An address literal needs no resolver either: no NSS, no DNS, no /etc/hosts. */
-	if (fd < 0 && inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1)
-		fd = connect_tcp_addr(c, (struct sockaddr *)&in4, sizeof(in4), deadline, intr_fd);
-	else if (fd < 0 && inet_pton(AF_INET6, c->url->host, &in6.sin6_addr) == 1)
-		fd = connect_tcp_addr(c, (struct sockaddr *)&in6, sizeof(in6), deadline, intr_fd);
-	else if (fd < 0) {
-		snprintf(port, sizeof(port), "%u", c->url->port);
-		gai = getaddrinfo(c->url->host, port, &hints, &list);
-		if (gai != 0) {
-			char buf[128];
-			return fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
-				    gai == EAI_SYSTEM ? msg_strerror(errno, buf, sizeof(buf))
-						      : gai_strerror(gai));
-		}
-		for (struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next) {
-			fd = connect_tcp_addr(c, ai->ai_addr, ai->ai_addrlen, deadline, intr_fd);
-			if (fd < 0 && (errno == ETIMEDOUT || errno == EINTR))
-				break;
-		}
-		gai = errno;
-		freeaddrinfo(list);
-		errno = gai;
-	}
-	if (fd < 0)
-		return connect_failed(c, errno);
-	c->fd = fd;
-	return CONN_OK;
+	c->phase = PHASE_OPEN;
+	c->opened_at = clock_now();
+	c->open_deadline = TIME_NEVER;
+	if (c->out_len)
+		write_some(c);
 }
 
 /*
- * The TLS handshake on the connected socket, within the same deadline as the connect and as
- * interruptible. A certificate that is not accepted, or a server that does not speak TLS,
- * is CONN_REFUSED: asking again would not change the answer.
+ * Authenticates and selects the db when the URL asks for them. Both go out together, ahead of
+ * anything queued, and are answered before anything else is sent, so that nothing can run as
+ * the wrong user or in the wrong db. A user without a password still authenticates (as an
+ * ACL user with nopass would).
  */
-static enum conn_result
-handshake(struct conn *c, int64_t deadline, int intr_fd)
-{
-	char why[400];
-
-	if (!(c->tls = tls_new(c->fd, c->url->host, c->url->port, why, sizeof(why))))
-		return fail(c, CONN_REFUSED, "cannot connect to %s: %s", c->address, why);
-	for (;;) {
-		short revents;
-		enum conn_result res;
-
-		switch (tls_handshake(c->tls, why, sizeof(why))) {
-		case TLS_DONE:
-			return CONN_OK;
-		case TLS_WANT_READ:
-			res = wait_fd(c->fd, POLLIN, deadline, intr_fd, &revents);
-			break;
-		case TLS_WANT_WRITE:
-			res = wait_fd(c->fd, POLLOUT, deadline, intr_fd, &revents);
-			break;
-		case TLS_CLOSED:
-			return fail(c, CONN_FAILED, "%s closed the connection during the TLS handshake",
-				    c->address);
-		default:
-			return fail(c, CONN_REFUSED, "TLS with %s refused: %s", c->address, why);
-		}
-		/* A plain server takes the TLS hello for the start of an inline command, and
-		 * waits for the rest of it. */
-		if (res == CONN_TIMEOUT)
-			return fail(c, res, "no TLS handshake with %s in time (a plain port? use "
-					    "redis://)",
-				    c->address);
-		if (res == CONN_INTERRUPTED)
-			return fail(c, res, "interrupted while connecting to %s", c->address);
-		if (res != CONN_OK)
-			return fail_errno(c, "lost the connection to", errno);
-	}
-}
-
-/* Checks one handshake reply; what names the step for the message. */
-static enum conn_result
-expect_ok(struct conn *c, int64_t deadline, int intr_fd, const char *what)
-{
-	struct reply *r;
-	enum conn_result res = conn_recv(c, &r, deadline, intr_fd);
-
-	if (res == CONN_INTERRUPTED)
-		return fail(c, res, "interrupted while connecting to %s", c->address);
-	if (res != CONN_OK)
-		return res;
-	if (reply_type(r) == REPLY_ERROR) {
-		fail(c, CONN_REFUSED, "%s %s: %s", what, c->address, reply_string(r, NULL));
-		reply_free(r);
-		return CONN_REFUSED;
-	}
-	reply_free(r);
-	return CONN_OK;
-}
-
-enum conn_result
-conn_open(struct conn *c, int64_t deadline, int intr_fd)
+static void
+greet(struct conn *c)
 {
 	const struct redis_url *u = c->url;
-	enum conn_result res;
-	char what[300];
+	const char *argv[3] = { "AUTH" };
+	size_t lens[3] = { 4 };
+	int argc = 1;
+	char db[16];
 
-	conn_close(c);
-	if (u->scheme == URL_TLS && !tls_available())
-		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
-			    c->address);
-	res = u->scheme == URL_UNIX ? connect_unix(c, deadline, intr_fd)
-				    : connect_tcp(c, deadline, intr_fd);
-	if (res == CONN_OK && u->scheme == URL_TLS)
-		res = handshake(c, deadline, intr_fd);
-	if (res != CONN_OK)
-		return res;
-	if (!(c->reader = new_reader()))
-		return fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
-
-	/* AUTH and SELECT go out together: both are answered before conn_open returns, and
-	 * nothing else is sent until they are. A user without a password still authenticates
-	 * (as an ACL user with nopass would). */
+	if (!(c->reader = new_reader())) {
+		fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
+		return;
+	}
+	c->gate = 0;
+	if (u->db) {
+		snprintf(db, sizeof(db), "%d", u->db);
+		if (queue(c, 2, (const char *[]){ "SELECT", db }, (size_t[]){ 6, strlen(db) },
+			  true) < 0) {
+			fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
+			return;
+		}
+		c->hello_select = true;
+	}
 	if (u->user || u->password) {
-		const char *password = u->password ? u->password : "";
-		const char *argv[3] = { "AUTH" };
-		size_t lens[3] = { 4 };
-		int argc = 1;
 		if (u->user) {
 			argv[argc] = u->user;
 			lens[argc++] = strlen(u->user);
 		}
-		argv[argc] = password;
-		lens[argc++] = strlen(password);
-		if (conn_send(c, argc, argv, lens) < 0)
-			return CONN_FAILED;
+		argv[argc] = u->password ? u->password : "";
+		lens[argc] = strlen(argv[argc]);
+		argc++;
+		if (queue(c, argc, argv, lens, true) < 0) {
+			fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
+			return;
+		}
+		c->hello_auth = true;
 	}
-	if (u->db) {
-		char db[16];
-		snprintf(db, sizeof(db), "%d", u->db);
-		if (conn_send(c, 2, (const char *[]){ "SELECT", db }, (size_t[]){ 6, strlen(db) }) <
-		    0)
-			return CONN_FAILED;
+	if (!c->hello_auth && !c->hello_select) {
+		open_up(c);
+		return;
 	}
-	if (u->user || u->password) {
-		if (u->user)
-			snprintf(what, sizeof(what), "authentication as '%s' refused by", u->user);
+	c->phase = PHASE_HELLO;
+	write_some(c);
+}
+
+/* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
+static void
+hello_answer(struct conn *c, const redisReply *r)
+{
+	bool auth = c->hello_auth;
+
+	if (auth)
+		c->hello_auth = false;
+	else
+		c->hello_select = false;
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (!auth)
+			fail(c, CONN_REFUSED, "cannot select db %d on %s: %s", c->url->db,
+			     c->address, r->str);
+		else if (c->url->user)
+			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %s",
+			     c->url->user, c->address, r->str);
 		else
-			snprintf(what, sizeof(what), "authentication refused by");
-		if ((res = expect_ok(c, deadline, intr_fd, what)) != CONN_OK)
-			return res;
+			fail(c, CONN_REFUSED, "authentication refused by %s: %s", c->address,
+			     r->str);
+		return;
 	}
-	if (u->db) {
-		snprintf(what, sizeof(what), "cannot select db %d on", u->db);
-		if ((res = expect_ok(c, deadline, intr_fd, what)) != CONN_OK)
-			return res;
+	if (!c->hello_auth && !c->hello_select)
+		open_up(c);
+}
+
+/*
+ * The TLS handshake, a step further. A certificate that is not accepted, or a server that does
+ * not speak TLS, is CONN_REFUSED: asking again would not change the answer.
+ */
+static void
+shake(struct conn *c)
+{
+	char why[400];
+
+	switch (tls_handshake(c->tls, why, sizeof(why))) {
+	case TLS_DONE:
+		greet(c);
+		return;
+	case TLS_WANT_READ:
+		c->tls_wants = POLLIN;
+		return;
+	case TLS_WANT_WRITE:
+		c->tls_wants = POLLOUT;
+		return;
+	case TLS_CLOSED:
+		fail(c, CONN_FAILED, "%s closed the connection during the TLS handshake",
+		     c->address);
+		return;
+	default:
+		fail(c, CONN_REFUSED, "TLS with %s refused: %s", c->address, why);
+		return;
 	}
-	return CONN_OK;
+}
+
+/* The socket is connected: on to TLS, or straight to the greeting. */
+static void
+connected(struct conn *c)
+{
+	char why[400];
+	int one = 1;
+
+	if (c->url->scheme != URL_UNIX) {
+		/* Requests are small and each waits for its reply: never let Nagle hold one
+		 * back. */
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		memcpy(&c->last, &c->try, c->try_len);
+		c->last_len = c->try_len;
+	}
+	if (c->resolved)
+		freeaddrinfo(c->resolved);
+	c->resolved = c->next_resolved = NULL;
+	if (c->url->scheme != URL_TLS) {
+		greet(c);
+		return;
+	}
+	if (!(c->tls = tls_new(c->fd, c->url->host, c->url->port, why, sizeof(why)))) {
+		fail(c, CONN_REFUSED, "cannot connect to %s: %s", c->address, why);
+		return;
+	}
+	c->phase = PHASE_HANDSHAKE;
+	shake(c);
+}
+
+/*
+ * The next TCP address to try, into c->try, in this order: the one that worked last time
+ * (reconnecting, or the watchdog's connection, needs no resolver; it gets half the time, and is
+ * forgotten when it fails: the name may point elsewhere by now), an address literal (no NSS,
+ * no DNS, no /etc/hosts), or what the name resolves to. 1, 0 when none is left, or -1 when the
+ * name cannot be resolved (c is closed then).
+ */
+static int
+next_address(struct conn *c, int64_t now)
+{
+	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(c->url->port) };
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(c->url->port) };
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	char port[8];
+	int gai;
+
+	c->trying_last = false;
+	c->until = c->open_deadline;
+	switch (c->next) {
+	case FROM_LAST:
+		c->next = FROM_LITERAL;
+		if (c->last_len > 0) {
+			memcpy(&c->try, &c->last, c->last_len);
+			c->try_len = c->last_len;
+			c->trying_last = true;
+			c->until = now + (c->open_deadline - now) / 2;
+			return 1;
+		}
+		/* fall through */
+	case FROM_LITERAL:
+		c->next = FROM_NOWHERE;
+		if (inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1) {
+			memcpy(&c->try, &in4, sizeof(in4));
+			c->try_len = sizeof(in4);
+			return 1;
+		}
+		if (inet_pton(AF_INET6, c->url->host, &in6.sin6_addr) == 1) {
+			memcpy(&c->try, &in6, sizeof(in6));
+			c->try_len = sizeof(in6);
+			return 1;
+		}
+		snprintf(port, sizeof(port), "%u", c->url->port);
+		if ((gai = getaddrinfo(c->url->host, port, &hints, &c->resolved)) != 0) {
+			char buf[128];
+			c->resolved = NULL;
+			fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
+			     gai == EAI_SYSTEM ? msg_strerror(errno, buf, sizeof(buf))
+					       : gai_strerror(gai));
+			return -1;
+		}
+		c->next_resolved = c->resolved;
+		c->next = FROM_RESOLVER;
+		/* fall through */
+	case FROM_RESOLVER:
+		for (; c->next_resolved; c->next_resolved = c->next_resolved->ai_next) {
+			struct addrinfo *ai = c->next_resolved;
+			if (ai->ai_addrlen > sizeof(c->try))
+				continue;
+			memcpy(&c->try, ai->ai_addr, ai->ai_addrlen);
+			c->try_len = ai->ai_addrlen;
+			c->next_resolved = ai->ai_next;
+			return 1;
+		}
+		c->next = FROM_NOWHERE;
+		return 0;
+	case FROM_NOWHERE:
+		break;
+	}
+	return 0;
+}
+
+/* The address being tried failed with err: forget it if it was the remembered one. */
+static void
+address_failed(struct conn *c, int err)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->connect_err = err;
+	if (c->trying_last)
+		c->last_len = 0;
+}
+
+/*
+ * Starts a connect without waiting for it: c is then CONNECTING with the connect in flight,
+ * or further along when it connected at once, or closed with the reason when no address
+ * takes it. A Unix listener whose backlog is full (EAGAIN) is a busy server, not a missing
+ * one: it is knocked on again shortly, until the deadline.
+ */
+static void
+try_connect(struct conn *c)
+{
+	c->phase = PHASE_CONNECTING;
+	for (;;) {
+		int64_t now = clock_now();
+		int fd;
+
+		if (c->url->scheme == URL_UNIX) {
+			struct sockaddr_un sun = { .sun_family = AF_UNIX };
+			/* url_parse made sure the path fits. */
+			snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", c->url->path);
+			if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) <
+			    0) {
+				fail_errno(c, "cannot connect to", errno);
+				return;
+			}
+			if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+				c->fd = fd;
+				connected(c);
+				return;
+			}
+			c->connect_err = errno;
+			close(fd);
+			if (c->connect_err == EAGAIN && now + BACKLOG_PAUSE < c->open_deadline) {
+				c->until = now + BACKLOG_PAUSE;
+				return;
+			}
+			fail_errno(c, "cannot connect to", c->connect_err);
+			return;
+		}
+		switch (next_address(c, now)) {
+		case -1:
+			return;
+		case 0:
+			fail_errno(c, "cannot connect to",
+				   c->connect_err ? c->connect_err : ENOENT);
+			return;
+		}
+		fd = socket(c->try.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			address_failed(c, errno);
+			continue;
+		}
+		c->fd = fd;
+		if (connect(fd, (struct sockaddr *)&c->try, c->try_len) == 0) {
+			connected(c);
+			return;
+		}
+		if (errno == EINPROGRESS)
+			return;
+		address_failed(c, errno);
+	}
+}
+
+/* The connect in flight has finished, one way or the other. */
+static void
+finish_connect(struct conn *c)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (!err) {
+		connected(c);
+		return;
+	}
+	address_failed(c, err);
+	try_connect(c);
+}
+
+/* The time for the address being tried has run out (or a busy Unix socket may be knocked on
+ * again). */
+static void
+connect_timer(struct conn *c, int64_t now)
+{
+	if (c->fd < 0 && now < c->open_deadline) {
+		try_connect(c);
+	} else if (c->trying_last && now < c->open_deadline) {
+		address_failed(c, ETIMEDOUT);
+		try_connect(c);
+	} else {
+		open_timed_out(c);
+	}
+}
+
+enum conn_result
+conn_start(struct conn *c, int64_t deadline)
+{
+	conn_close(c);
+	c->failure = CONN_OK;
+	if (c->url->scheme == URL_TLS && !tls_available())
+		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
+			    c->address);
+	c->open_deadline = deadline;
+	c->next = FROM_LAST;
+	c->connect_err = 0;
+	try_connect(c);
+	return c->phase == PHASE_CLOSED ? c->failure : CONN_OK;
+}
+
+/* How much of the queue may go out now. */
+static size_t
+sendable(const struct conn *c)
+{
+	return c->phase == PHASE_OPEN ? c->out_len : c->phase == PHASE_HELLO ? c->gate : 0;
 }
 
 /* Writes what it can of the queued commands without blocking: CONN_OK, or CONN_FAILED (the
@@ -544,10 +712,13 @@ conn_open(struct conn *c, int64_t deadline, int intr_fd)
 static enum conn_result
 write_some(struct conn *c)
 {
+	size_t end = sendable(c);
 	ssize_t n;
 
+	if (c->out_sent >= end && !c->tls_unsent)
+		return CONN_OK;
 	if (c->tls) {
-		size_t put, size = c->tls_unsent ? c->tls_unsent : c->out_len - c->out_sent;
+		size_t put, size = c->tls_unsent ? c->tls_unsent : end - c->out_sent;
 		char why[400];
 
 		switch (tls_write(c->tls, c->out + c->out_sent, size, &put, why, sizeof(why))) {
@@ -565,7 +736,7 @@ write_some(struct conn *c)
 			return fail(c, CONN_FAILED, "lost the connection to %s: %s", c->address,
 				    why);
 		}
-	} else if ((n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+	} else if ((n = send(c->fd, c->out + c->out_sent, end - c->out_sent,
 			     MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return CONN_OK;
@@ -575,34 +746,25 @@ write_some(struct conn *c)
 	if (c->out_sent == c->out_len) {
 		free(c->out);
 		c->out = NULL;
-		c->out_len = c->out_sent = 0;
+		c->out_len = c->out_sent = c->gate = 0;
 	}
-	return 0;
+	return CONN_OK;
 }
 
 int
 conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 {
-	char *cmd;
-	int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-	char *grown;
-
-	if (len < 0) {
+	if (c->phase == PHASE_CLOSED) {
+		fail(c, CONN_FAILED, "not connected to %s", c->address);
+		return -1;
+	}
+	if (queue(c, argc, argv, argvlen, false) < 0) {
 		fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
 		return -1;
 	}
-	grown = realloc(c->out, c->out_len + (size_t)len);
-	if (!grown) {
-		redisFreeCommand(cmd);
-		fail(c, CONN_FAILED, "cannot send to %s: out of memory", c->address);
-		return -1;
-	}
-	memcpy(grown + c->out_len, cmd, (size_t)len);
-	c->out = grown;
-	c->out_len += (size_t)len;
-	redisFreeCommand(cmd);
+	c->due++;
 	/* Out at once, so that it is on its way while the caller does other work; what does
-	 * not fit is left to conn_recv. */
+	 * not fit, or waits for the connection to open, goes out as the caller waits. */
 	return write_some(c) == CONN_OK ? 0 : -1;
 }
 
@@ -666,38 +828,206 @@ read_some(struct conn *c)
 	return feed(c, buf, (size_t)n);
 }
 
+/* Takes whole replies from the parser: the greeting's are checked, unwanted ones dropped, and
+ * the next one for the caller kept in pending. */
+static void
+take_replies(struct conn *c)
+{
+	while (c->phase >= PHASE_HELLO && !c->pending) {
+		void *r;
+
+		if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
+			fail(c, CONN_FAILED, "protocol error from %s: %s", c->address,
+			     c->reader->errstr);
+			return;
+		}
+		if (!r)
+			return;
+		if (c->phase == PHASE_HELLO) {
+			hello_answer(c, r);
+			freeReplyObject(r);
+			continue;
+		}
+		if (c->due)
+			c->due--;
+		if (c->unwanted) {
+			c->unwanted--;
+			freeReplyObject(r);
+			continue;
+		}
+		c->pending = r;
+	}
+}
+
+/* What c waits for: the poll events on its fd, and (in *wake) when it must be looked at
+ * whatever happens. */
+static short
+wants(const struct conn *c, int64_t *wake)
+{
+	switch (c->phase) {
+	case PHASE_CLOSED:
+		return 0;
+	case PHASE_CONNECTING:
+		*wake = time_min(*wake, c->until);
+		return c->fd >= 0 ? POLLOUT : 0;
+	case PHASE_HANDSHAKE:
+		*wake = time_min(*wake, c->open_deadline);
+		return c->tls_wants;
+	default:
+		*wake = time_min(*wake, c->open_deadline);
+		return (short)(POLLIN |
+			       (c->out_sent < sendable(c) || c->tls_unsent || c->read_wants_write
+					? POLLOUT
+					: 0));
+	}
+}
+
+/* Takes c as far as the socket (revents) and the time allow. */
+static void
+step(struct conn *c, short revents, int64_t now)
+{
+	switch (c->phase) {
+	case PHASE_CLOSED:
+		return;
+	case PHASE_CONNECTING:
+		if (c->fd >= 0 && revents)
+			finish_connect(c);
+		else if (now >= c->until)
+			connect_timer(c, now);
+		return;
+	case PHASE_HANDSHAKE:
+		if (revents)
+			shake(c);
+		else if (now >= c->open_deadline)
+			open_timed_out(c);
+		return;
+	default:
+		/* Over TLS a write may wait for the socket to be readable, and a read for it to
+		 * be writable: both are tried whenever the socket is ready at all. */
+		if (revents && (revents & POLLOUT || c->tls) && write_some(c) != CONN_OK)
+			return;
+		if (revents && (revents & (POLLIN | POLLHUP | POLLERR) || c->read_wants_write) &&
+		    read_some(c) != CONN_OK)
+			return;
+		take_replies(c);
+		if (c->phase == PHASE_HELLO && now >= c->open_deadline)
+			open_timed_out(c);
+		return;
+	}
+}
+
+static bool
+answered(const struct conn *c)
+{
+	return c->pending || c->phase == PHASE_CLOSED;
+}
+
+static bool
+settled(const struct conn *c)
+{
+	return c->phase == PHASE_OPEN || c->phase == PHASE_CLOSED;
+}
+
+/*
+ * One poll loop over n connections: drives each as far as it can go until done() holds for
+ * one of them (*which, the first in order), the deadline passes, or intr_fd (-1 for none) is
+ * readable; what has arrived wins over an interruption.
+ */
+static enum conn_result
+drive(struct conn *const *cs, size_t n, bool (*done)(const struct conn *), int64_t deadline,
+      int intr_fd, size_t *which)
+{
+	struct pollfd p[CONN_WAIT_MAX + 1];
+	size_t at[CONN_WAIT_MAX];
+	bool interrupted = false;
+
+	assert(n <= CONN_WAIT_MAX);
+	for (;;) {
+		int64_t now, wake = deadline;
+		struct timespec ts;
+		size_t np = 0;
+		short revents[CONN_WAIT_MAX] = { 0 };
+		int k;
+
+		for (size_t i = 0; i < n; i++) {
+			/* A read may have brought several replies: the next is taken from the
+			 * parser before the socket is waited on. */
+			take_replies(cs[i]);
+			if (done(cs[i])) {
+				*which = i;
+				return CONN_OK;
+			}
+		}
+		if (interrupted)
+			return CONN_INTERRUPTED;
+		now = clock_now();
+		if (now >= deadline)
+			return CONN_TIMEOUT;
+		for (size_t i = 0; i < n; i++) {
+			short ev = wants(cs[i], &wake);
+			if (ev) {
+				p[np] = (struct pollfd){ cs[i]->fd, ev, 0 };
+				at[np++] = i;
+			}
+		}
+		p[np] = (struct pollfd){ intr_fd, POLLIN, 0 };
+		ts = clock_timespec(time_max(wake - now, 0));
+		k = ppoll(p, np + (intr_fd >= 0), &ts, NULL);
+		if (k < 0 && errno != EINTR) {
+			int err = errno;
+			for (size_t i = 0; i < n; i++)
+				fail_errno(cs[i], "lost the connection to", err);
+			continue;
+		}
+		for (size_t j = 0; k > 0 && j < np; j++)
+			revents[at[j]] = p[j].revents;
+		interrupted = k > 0 && intr_fd >= 0 && p[np].revents;
+		now = clock_now();
+		for (size_t i = 0; i < n; i++)
+			step(cs[i], revents[i], now);
+	}
+}
+
+enum conn_result
+conn_open(struct conn *c, int64_t deadline, int intr_fd)
+{
+	size_t which;
+	enum conn_result res = conn_start(c, deadline);
+
+	if (res != CONN_OK)
+		return res;
+	res = drive(&c, 1, settled, deadline, intr_fd, &which);
+	if (res == CONN_INTERRUPTED)
+		return fail(c, res, "interrupted while connecting to %s", c->address);
+	if (res == CONN_TIMEOUT)
+		return open_timed_out(c);
+	return c->phase == PHASE_OPEN ? CONN_OK : c->failure;
+}
+
+/* What a wait reports for a closed connection. */
+static enum conn_result
+failure(struct conn *c)
+{
+	if (c->failure == CONN_OK)
+		return fail(c, CONN_FAILED, "not connected to %s", c->address);
+	return c->failure;
+}
+
 enum conn_result
 conn_wait(struct conn *c, int64_t deadline, int intr_fd)
 {
-	if (c->fd < 0)
-		return fail(c, CONN_FAILED, "not connected to %s", c->address);
-	while (!c->pending) {
-		enum conn_result res;
-		short revents = 0;
+	size_t which;
+	enum conn_result res = drive(&c, 1, answered, deadline, intr_fd, &which);
 
-		if (redisReaderGetReply(c->reader, &c->pending) != REDIS_OK)
-			return fail(c, CONN_FAILED, "protocol error from %s: %s", c->address,
-				    c->reader->errstr);
-		if (c->pending)
-			break;
-		res = wait_fd(c->fd,
-			      (short)(POLLIN | (c->out_len || c->read_wants_write ? POLLOUT : 0)),
-			      deadline, intr_fd, &revents);
-		if (res == CONN_TIMEOUT)
-			return res;
-		if (res == CONN_FAILED)
-			return fail_errno(c, "lost the connection to", errno);
-		if (res == CONN_INTERRUPTED)
-			return res;
-		/* Over TLS a write may wait for the socket to be readable, and a read for it to
-		 * be writable: both are tried whenever the socket is ready at all. */
-		if (c->out_len && (revents & POLLOUT || c->tls) && (res = write_some(c)) != CONN_OK)
-			return res;
-		if ((revents & (POLLIN | POLLHUP | POLLERR) || c->read_wants_write) &&
-		    (res = read_some(c)) != CONN_OK)
-			return res;
-	}
-	return CONN_OK;
+	if (res != CONN_OK || c->pending)
+		return res;
+	return failure(c);
+}
+
+enum conn_result
+conn_wait_any(struct conn *const *cs, size_t n, int64_t deadline, int intr_fd, size_t *which)
+{
+	return drive(cs, n, answered, deadline, intr_fd, which);
 }
 
 enum conn_result
@@ -707,8 +1037,10 @@ conn_recv(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd)
 
 	/* A reply that comes after we stopped waiting would be taken for the answer to the
 	 * next request: a connection that timed out is closed. */
-	if (res == CONN_TIMEOUT)
-		return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
+	if (res == CONN_TIMEOUT && c->phase != PHASE_CLOSED) /* not a timeout reported */
+		return c->phase == PHASE_OPEN
+			       ? fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address)
+			       : open_timed_out(c);
 	if (res == CONN_OK) {
 		*reply = c->pending;
 		c->pending = NULL;
@@ -720,10 +1052,8 @@ enum conn_result
 conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd, int argc,
 	  const char **argv, const size_t *argvlen)
 {
-	if (c->fd < 0)
-		return fail(c, CONN_FAILED, "not connected to %s", c->address);
 	if (conn_send(c, argc, argv, argvlen) < 0)
-		return CONN_FAILED;
+		return c->failure;
 	return conn_recv(c, reply, deadline, intr_fd);
 }
 

@@ -43,14 +43,25 @@ struct conn *conn_new(const struct redis_url *url);
 struct conn *conn_new_like(const struct conn *c);
 void conn_free(struct conn *c);
 
+/* The most connections one wait can drive (conn_wait_any). */
+#define CONN_WAIT_MAX 64
+
 /*
- * (Re)connects, then authenticates and selects the db when the URL asks for them: both are
- * answered before conn_open returns, so nothing else can run as the wrong user or in the
- * wrong db. Address literals are never looked up, nor is a host name that was connected
- * to before. Gives up at the deadline, or as soon as intr_fd (-1 for none) is readable.
+ * Starts (re)connecting without waiting: then authenticates and selects the db when the URL
+ * asks for them. Commands sent meanwhile are queued, and go out only once AUTH and SELECT were
+ * answered, so nothing can run as the wrong user or in the wrong db. Address literals are never
+ * looked up, nor is a host name that was connected to before; any other name is resolved here,
+ * which may block. The opening goes on while the caller waits on c (conn_wait, conn_recv,
+ * conn_wait_any), and gives up at the deadline. CONN_OK while it goes on, or how it failed.
  */
+enum conn_result conn_start(struct conn *c, int64_t deadline);
+/* conn_start, then waits until c is open, the deadline, or until intr_fd (-1 for none) is
+ * readable. */
 enum conn_result conn_open(struct conn *c, int64_t deadline, int intr_fd);
+/* Open, or on its way to it. */
 bool conn_is_open(const struct conn *c);
+/* Open, and done with AUTH and SELECT: a command sent now goes out at once. */
+bool conn_is_ready(const struct conn *c);
 /* Closes c if the server hung up while it sat idle (nothing sent is lost then); true while
  * it is open. Costs one poll, no round trip. */
 bool conn_check(struct conn *c);
@@ -82,6 +93,23 @@ enum conn_result conn_wait(struct conn *c, int64_t deadline, int intr_fd);
 /* conn_send and conn_recv in one. */
 enum conn_result conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd,
 			   int argc, const char **argv, const size_t *argvlen);
+
+/*
+ * Waits on n connections (at most CONN_WAIT_MAX) at once, driving all of them, until one has a
+ * reply ready or has failed (*which, the first in order: conn_recv on it then returns at once),
+ * until deadline (CONN_TIMEOUT: all stay as they are) or until intr_fd is readable.
+ */
+enum conn_result conn_wait_any(struct conn *const *cs, size_t n, int64_t deadline, int intr_fd,
+			       size_t *which);
+
+/* How many replies c still owes to commands sent, the forgotten ones aside. */
+unsigned conn_due(const struct conn *c);
+/* The replies still due are dropped as they come: the connection can carry on with the next
+ * request at once. */
+void conn_forget(struct conn *c);
+/* When c last became open (CLOCK_BOOTTIME): a request queued while it was opening went out
+ * then. */
+int64_t conn_opened_at(const struct conn *c);
 
 /* Whether c is open over TLS on a session resumed from an earlier connection. */
 bool conn_tls_resumed(const struct conn *c);
