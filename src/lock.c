@@ -17,6 +17,7 @@
 #include "duration.h"
 #include "msg.h"
 #include "sha1.h"
+#include "nodes.h"
 #include "util.h"
 
 struct script {
@@ -112,8 +113,18 @@ static struct script script_query = {
 		"        redis.call('GET', KEYS[2])}\n",
 };
 
+/* KEYS[1] a fence counter; ARGV[1] a fence. Raises the counter to the fence if it is lower,
+ * never lowers it. Returns 1. */
+static struct script script_fence = {
+	.text = "local f = tonumber(ARGV[1])\n"
+		"if (tonumber(redis.call('GET', KEYS[1])) or 0) < f then\n"
+		"  redis.call('SET', KEYS[1], ARGV[1])\n"
+		"end\n"
+		"return 1\n",
+};
+
 static struct script *const scripts[] = { &script_acquire, &script_renew, &script_release,
-					  &script_query };
+					  &script_query, &script_fence };
 
 static void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -233,45 +244,86 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 		call->lens[i] = strlen(call->argv[i]);
 }
 
-/* Sends the call by the script's digest. */
-static enum conn_result
-call_send(struct conn *c, struct call *call)
+/* Sends the call to node i: by the script's digest, or by its text (which also caches it
+ * there) when the server does not know it yet, or when its answer will not be read. */
+static void
+call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline, bool text)
 {
-	return conn_send(c, call->argc, call->argv, call->lens) < 0 ? CONN_FAILED : CONN_OK;
+	const char *argv[ARRAY_LEN(call->argv)];
+	size_t lens[ARRAY_LEN(call->lens)];
+
+	memcpy(argv, call->argv, sizeof(argv));
+	memcpy(lens, call->lens, sizeof(lens));
+	if (text) {
+		argv[0] = "EVAL";
+		argv[1] = call->script->text;
+		lens[0] = 4;
+		lens[1] = strlen(call->script->text);
+	}
+	nodes_send(ns, i, call->argc, argv, lens, deadline);
+}
+
+/* The call, to every node. */
+static void
+call_send_all(struct nodes *ns, const struct call *call, int64_t deadline)
+{
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		call_send(ns, i, call, deadline, false);
+}
+
+/* An answer saying that the server does not know the script: a fresh or restarted one. */
+static bool
+noscript(struct answer *a)
+{
+	if (a->result != CONN_OK || reply_type(a->reply) != REPLY_ERROR ||
+	    strncmp(reply_string(a->reply, NULL), "NOSCRIPT", 8) != 0)
+		return false;
+	reply_free(a->reply);
+	a->reply = NULL;
+	return true;
 }
 
 /*
- * Takes the reply to call_send, and sends the script's text when the server does not know
- * it yet (NOSCRIPT: a fresh or restarted server), which also caches it there.
+ * The next answer to call from any node; a node that did not know the script is sent its text
+ * and asked again. What nodes_next returns.
  */
 static enum conn_result
-call_recv(struct conn *c, struct call *call, int64_t deadline, int intr_fd, struct reply **reply)
+next_answer(struct nodes *ns, const struct call *call, int64_t deadline, int intr_fd,
+	    struct answer *a)
 {
-	enum conn_result res = conn_recv(c, reply, deadline, intr_fd);
+	enum conn_result res;
 
-	if (res != CONN_OK || reply_type(*reply) != REPLY_ERROR ||
-	    strncmp(reply_string(*reply, NULL), "NOSCRIPT", 8) != 0)
-		return res;
-	reply_free(*reply);
-	call->argv[0] = "EVAL";
-	call->argv[1] = call->script->text;
-	call->lens[0] = 4;
-	call->lens[1] = strlen(call->script->text);
-	return conn_call(c, reply, deadline, intr_fd, call->argc, call->argv, call->lens);
+	while ((res = nodes_next(ns, deadline, intr_fd, a)) == CONN_OK && noscript(a))
+		call_send(ns, a->node, call, deadline, true);
+	return res;
 }
 
-/* Runs a script, by digest and if need be by text; args holds the nkeys keys, then the
- * other arguments. */
-static enum conn_result
-eval(struct conn *c, struct script *s, int nkeys, int nargs, const char *const *args,
-     int64_t deadline, int intr_fd, struct reply **reply)
-{
-	struct call call;
+/* Why the nodes that failed a request did: one node's reason as it is, several joined. */
+struct failures {
+	size_t count;
+	char text[512];
+};
 
-	call_init(&call, s, nkeys, nargs, args);
-	if (call_send(c, &call) != CONN_OK)
-		return CONN_FAILED;
-	return call_recv(c, &call, deadline, intr_fd, reply);
+static void
+failures_add(struct failures *f, const char *why)
+{
+	size_t len = strlen(f->text);
+
+	if (len < sizeof(f->text) - 1)
+		snprintf(f->text + len, sizeof(f->text) - len, "%s%s", f->count ? "; " : "", why);
+	f->count++;
+}
+
+/* l->error for a request that fewer than a quorum could grant: what the failing nodes said,
+ * and with several nodes, how many a quorum needed. */
+static void
+set_quorum_error(struct lock *l, const struct nodes *ns, const struct failures *f)
+{
+	if (nodes_count(ns) == 1)
+		snprintf(l->error, sizeof(l->error), "%s", f->text);
+	else
+		snprintf(l->error, sizeof(l->error), "no quorum (%zu of %zu nodes): %.440s",
+			 nodes_quorum(ns), nodes_count(ns), f->text);
 }
 
 static void
@@ -344,15 +396,15 @@ not_now(const char *error)
 	return false;
 }
 
-/* Reads the acquire script's reply into l. */
+/* Reads the acquire script's reply from the server at address into l. */
 static enum acquire_reply
-parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
+parse_acquire(struct lock *l, const char *address, const struct reply *r)
 {
 	const struct reply *e0, *e1;
 
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
-		set_error(l, "%s refused to take %s: %s%s", conn_address(c), l->key, e,
+		set_error(l, "%s refused to take %s: %s%s", address, l->key, e,
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
 						       : "");
 		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
@@ -360,7 +412,7 @@ parse_acquire(struct lock *l, struct conn *c, const struct reply *r)
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
 	    reply_type(e0 = reply_element(r, 0)) != REPLY_INTEGER ||
 	    reply_type(e1 = reply_element(r, 1)) != REPLY_INTEGER) {
-		set_error(l, "unexpected reply from %s to the acquire script", conn_address(c));
+		set_error(l, "unexpected reply from %s to the acquire script", address);
 		return REPLY_REFUSED;
 	}
 	if (reply_integer(e0) == 1) {
@@ -382,36 +434,44 @@ struct acquisition {
 	int64_t wait;          /* as asked: 0 (-n), ns, or WAIT_FOREVER */
 	int64_t wait_deadline; /* when waiting ends */
 	int64_t io_cap;        /* no request may outlast this */
-	int64_t unsure_since;  /* when a request whose outcome we do not know went out, or -1 */
-	int64_t answered_at;   /* when the server last answered; -1: never, in this run */
-	int64_t pause;         /* the pause before trying a silent server again; 0 while it
-				* answers */
-	bool seen_held;        /* the server said another holds the lock */
-	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
+	int64_t unsure_since;  /* when the first request whose outcome we do not know went out,
+				* or -1 */
+	int64_t unsure_at[NODES_MAX]; /* for each node, when such a request went out there, or
+				       * -1 */
+	int64_t answered_at;          /* when a quorum last answered; -1: never, in this run */
+	int64_t pause;                /* the pause before trying silent servers again; 0 while they
+				       * answer */
+	bool seen_held;               /* a quorum said another holds the lock */
+	char shown[LOCK_HOLDER_MAX];  /* the holder the last progress line named */
+};
+
+/* What one attempt found, node by node. */
+struct round {
+	int64_t start; /* when the requests went out */
+	size_t yes, held, refused, failed;
+	bool granted[NODES_MAX];
+	long long fence[NODES_MAX];    /* each granting node's counter */
+	int64_t until[NODES_MAX];      /* each granting node's lease end, in the order they came */
+	bool waiting[NODES_MAX];       /* registered as a waiter there: it was found held */
+	int64_t held_until[NODES_MAX]; /* when the holders' leases run out, as they came */
+	struct failures why;           /* the nodes that failed or refused */
+};
+
+enum attempt_outcome {
+	ATTEMPT_ACQUIRED,
+	ATTEMPT_HELD,        /* others hold it on so many nodes that no quorum is free */
+	ATTEMPT_SPLIT,       /* contenders split the nodes between them: nobody has it; we gave
+			      * back what we took */
+	ATTEMPT_LATE,        /* granted, but too late to count: given back, l->error says so */
+	ATTEMPT_NO_QUORUM,   /* too few nodes answered: l->error says why */
+	ATTEMPT_REFUSED,     /* so many refused that no quorum ever can: l->error says why */
+	ATTEMPT_INTERRUPTED, /* nothing taken was left behind */
 };
 
 bool
 lock_grant_in_time(const struct lock *l, int64_t valid_until, int64_t now)
 {
 	return valid_until - now >= lock_lease_deadline(l, 0) - l->ttl / 3;
-}
-
-/*
- * A grant that came too late to count is given back at once (for a moment it may still be
- * ours, and a waiter may be woken by it), and says why in l->error.
- */
-static void
-give_back(struct lock *l, struct conn *c, int64_t sent)
-{
-	int64_t now = clock_now();
-	char took[32], ttl[32];
-
-	lock_release(l, c, now + time_min(l->io_timeout, l->ttl), -1);
-	set_error(l, "the grant of %s came %s after the request, too late for a lease of %s",
-		  l->key, duration_format(now - sent, took, sizeof(took)),
-		  duration_format(l->ttl, ttl, sizeof(ttl)));
-	l->holder[0] = '\0';
-	msg_info("%s; gave it back", l->error);
 }
 
 /* Records why we stopped with a request unanswered: a lock it took expires by itself. */
@@ -422,30 +482,261 @@ set_unsure_error(struct lock *l, const char *why)
 		  (long long)(l->ttl / NS_PER_MS));
 }
 
-/*
- * The acquire request is in flight and we must stop (a signal). Its answer comes within a
- * round trip unless the server is stuck: wait that long, and give back a lock it took.
- */
 static void
-settle_interrupted(struct lock *l, struct conn *c)
+unsure_clear(struct acquisition *q, size_t i)
 {
-	struct reply *r;
-	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
-
-	if (conn_recv(c, &r, deadline, -1) != CONN_OK) {
-		set_unsure_error(l, "no answer to the last attempt");
-		msg_warn("%s", l->error);
-		return;
-	}
-	if (parse_acquire(l, c, r) == REPLY_ACQUIRED)
-		lock_release(l, c, deadline, -1);
-	reply_free(r);
+	q->unsure_at[i] = -1;
+	q->unsure_since = -1;
+	for (size_t j = 0; j < NODES_MAX; j++)
+		if (q->unsure_at[j] >= 0 &&
+		    (q->unsure_since < 0 || q->unsure_at[j] < q->unsure_since))
+			q->unsure_since = q->unsure_at[j];
 }
 
 /*
- * How long to keep trying a server that does not answer. While waiting with -w: until the
- * wait ends. While waiting without end, once the server has answered: LOCK_OUTAGE after its
- * last answer, long enough for a restart or a failover. Otherwise (-n, or a server that never
+ * Sends the release wherever an attempt that failed may have taken the lock: on the nodes that
+ * granted it, and on those still to answer (it queues behind the request there). Found held, a
+ * node took nothing. The text of the script goes, as its answer may not be read.
+ */
+static void
+send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	char handoff[24];
+	const char *args[6] = {
+		l->key, l->wake_key, l->waiting_key, l->fence_key, l->value, handoff
+	};
+	struct call call;
+
+	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
+	call_init(&call, &script_release, 4, 6, args);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] || nodes_outstanding(ns, i))
+			call_send(ns, i, &call, clock_now() + l->io_timeout, true);
+}
+
+/* Gives back what a failed attempt may have taken, without waiting for the answers. */
+static void
+give_back(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	send_give_back(l, ns, rd);
+	nodes_forget(ns);
+}
+
+/*
+ * The attempt's requests are in flight and we must stop (a signal). Their answers come within
+ * a round trip unless a server is stuck: a lock they took is given back, and we wait that long
+ * for it to be.
+ */
+static void
+settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
+{
+	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	struct answer a;
+	bool unsure = false;
+
+	send_give_back(l, ns, rd);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+		if (a.result != CONN_OK)
+			unsure = unsure || a.maybe_landed;
+		else
+			reply_free(a.reply);
+	}
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		unsure = unsure || nodes_outstanding(ns, i);
+	nodes_cancel(ns);
+	if (unsure) {
+		set_unsure_error(l, "no answer to the last attempt");
+		msg_warn("%s", l->error);
+	}
+}
+
+/*
+ * The fence of this acquisition: the highest counter among the nodes that granted it, written
+ * back to each of them that had a lower one (raised, never lowered). It counts once a quorum
+ * holds it at least that high: any later quorum shares a node with this one, and counts past
+ * it. 0; -1 when too few acknowledged it (l->error says why); -2 when interrupted.
+ */
+static int
+settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadline, int intr_fd)
+{
+	long long top = -1;
+	size_t acked = 0, no = nodes_count(ns) - rd->yes;
+	char fence[24];
+	const char *args[2] = { l->fence_key, fence };
+	struct call call;
+	struct answer a;
+	enum conn_result res;
+
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] && rd->fence[i] > top)
+			top = rd->fence[i];
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		acked += rd->granted[i] && rd->fence[i] == top;
+	l->fence = top;
+	if (nodes_verdict(ns, acked, 0) == VERDICT_YES)
+		return 0;
+	/* The answers still to come to the acquire are not waited for: a quorum has it. */
+	nodes_forget(ns);
+	snprintf(fence, sizeof(fence), "%lld", top);
+	call_init(&call, &script_fence, 1, 2, args);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] && rd->fence[i] < top)
+			call_send(ns, i, &call, deadline, false);
+	while (nodes_verdict(ns, acked, no) == VERDICT_OPEN &&
+	       (res = next_answer(ns, &call, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
+		if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER) {
+			acked++;
+		} else {
+			no++;
+			failures_add(&rd->why, a.result == CONN_OK
+						       ? "unexpected reply to the fence script"
+						       : nodes_error(ns, a.node));
+		}
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	if (nodes_verdict(ns, acked, no) == VERDICT_YES)
+		return 0;
+	if (res == CONN_INTERRUPTED)
+		return -2;
+	set_error(l, "too few nodes acknowledged fence %lld: %s", top, rd->why.text);
+	return -1;
+}
+
+/* Reads one node's answer to the acquire request into the round. */
+static void
+count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd,
+	     const struct answer *a, int64_t answered)
+{
+	size_t i = a->node;
+
+	if (a->result != CONN_OK) {
+		if (a->maybe_landed && q->unsure_at[i] < 0) {
+			q->unsure_at[i] = nodes_sent(ns, i);
+			if (q->unsure_since < 0 || q->unsure_at[i] < q->unsure_since)
+				q->unsure_since = q->unsure_at[i];
+		}
+		failures_add(&rd->why, nodes_error(ns, i));
+		if (a->result == CONN_REFUSED)
+			rd->refused++;
+		else
+			rd->failed++;
+		return;
+	}
+	/* An answer for our value settles every request before it: the script is
+	 * idempotent. */
+	unsure_clear(q, i);
+	switch (parse_acquire(l, nodes_address(ns, i), a->reply)) {
+	case REPLY_ACQUIRED:
+		rd->granted[i] = true;
+		rd->fence[i] = l->fence;
+		rd->until[rd->yes++] = lock_lease_deadline(l, nodes_sent(ns, i));
+		break;
+	case REPLY_HELD:
+		rd->waiting[i] = true;
+		rd->held_until[rd->held++] =
+			l->holder_ttl >= 0 ? time_add(answered, l->holder_ttl) : TIME_NEVER;
+		break;
+	case REPLY_NOT_NOW:
+		failures_add(&rd->why, l->error);
+		rd->failed++;
+		break;
+	case REPLY_REFUSED:
+		failures_add(&rd->why, l->error);
+		rd->refused++;
+		break;
+	}
+}
+
+/*
+ * One attempt: the acquire request to every node at once (calling *meanwhile, once, as soon as
+ * it is on its way), decided as soon as a quorum granted it or can no longer grant it. Taken, it
+ * holds on the quorum until the quorum-th latest of the granting nodes' lease ends, and counts
+ * only while two thirds of that are ahead (lock_grant_in_time). Not taken, whatever was taken
+ * is given back.
+ */
+static enum attempt_outcome
+attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd,
+	void (**meanwhile)(void *), void *arg)
+{
+	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
+	char ttl[24], handoff[24], took[32], lease[32];
+	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
+				l->value, ttl,          NULL };
+	struct call call;
+	struct answer a;
+	int64_t deadline, valid;
+	int fenced;
+
+	memset(rd, 0, sizeof(*rd));
+	rd->start = clock_now();
+	deadline = time_min(rd->start + l->io_timeout, q->io_cap);
+	ttl_ms(l, ttl, sizeof(ttl));
+	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
+	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
+	args[6] = q->wait != 0 && rd->start < q->wait_deadline ? handoff : "0";
+	call_init(&call, &script_acquire, 4, 7, args);
+	call_send_all(ns, &call, deadline);
+	if (*meanwhile) {
+		(*meanwhile)(arg);
+		*meanwhile = NULL;
+	}
+	while (nodes_verdict(ns, rd->yes, rd->held + rd->refused + rd->failed) == VERDICT_OPEN) {
+		enum conn_result res = next_answer(ns, &call, TIME_NEVER, intr_fd, &a);
+		if (res == CONN_INTERRUPTED) {
+			settle_interrupted(l, ns, rd);
+			return ATTEMPT_INTERRUPTED;
+		}
+		if (res != CONN_OK)
+			break; /* not while undecided: every node answers, or fails by its deadline
+				*/
+		count_answer(l, ns, q, rd, &a, clock_now());
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	if (nodes_verdict(ns, rd->yes, 0) == VERDICT_YES) {
+		valid = nodes_quorum_until(ns, rd->until, rd->yes);
+		fenced = settle_fence(l, ns, rd, deadline, intr_fd);
+		if (fenced == -2) {
+			settle_interrupted(l, ns, rd);
+			return ATTEMPT_INTERRUPTED;
+		}
+		if (fenced == 0 && lock_grant_in_time(l, valid, clock_now())) {
+			nodes_forget(ns);
+			for (size_t i = 0; i < n; i++)
+				if (rd->granted[i])
+					nodes_hold(ns, i,
+						   lock_lease_deadline(l, nodes_sent(ns, i)));
+			l->valid_until = valid;
+			l->acquired_at = rd->start;
+			return ATTEMPT_ACQUIRED;
+		}
+		give_back(l, ns, rd);
+		if (fenced < 0)
+			return ATTEMPT_NO_QUORUM;
+		set_error(l,
+			  "the grant of %s came %s after the request, too late for a lease of %s",
+			  l->key, duration_format(clock_now() - rd->start, took, sizeof(took)),
+			  duration_format(l->ttl, lease, sizeof(lease)));
+		l->holder[0] = '\0';
+		msg_info("%s; gave it back", l->error);
+		return ATTEMPT_LATE;
+	}
+	give_back(l, ns, rd);
+	if (rd->refused > none) {
+		set_quorum_error(l, ns, &rd->why);
+		return ATTEMPT_REFUSED;
+	}
+	if (rd->held + rd->refused > none)
+		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+	set_quorum_error(l, ns, &rd->why);
+	return ATTEMPT_NO_QUORUM;
+}
+
+/*
+ * How long to keep trying servers that do not answer. While waiting with -w: until the wait
+ * ends. While waiting without end, once a quorum has answered: LOCK_OUTAGE after its last
+ * answer, long enough for a restart or a failover. Otherwise (-n, or servers that never
  * answered: more likely a wrong URL than an outage) not at all, unless a request may have
  * landed: then it is asked about again until any lock it took has expired by itself, and with
  * -n no longer than one request may take.
@@ -466,7 +757,7 @@ give_up_point(const struct lock *l, const struct acquisition *q)
 }
 
 /*
- * The server did not answer (l->error says how), or said "not now": pauses, 10ms at first and
+ * Too few nodes answered (l->error says how), or said "not now": pauses, 10ms at first and
  * twice as long each time up to a tenth of the TTL (so that a request that may have landed is
  * asked about several times within its lease) and at most a second. LOCK_ACQUIRED means "try
  * again"; otherwise, how to end: when a wait ran out, 75 if the lock was seen held, else 69.
@@ -491,11 +782,11 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 	}
 	if (!q->pause)
 		msg_info("%s; trying again%s", l->error,
-			 q->wait > 0	     ? " until the wait ends"
+			 q->wait > 0                          ? " until the wait ends"
 			 : q->wait == 0 || q->answered_at < 0 ? ""
-						     : " for up to a minute");
-	q->pause = q->pause ? time_min(2 * q->pause, time_min(time_max(l->ttl / 10, 10 * NS_PER_MS),
-							      NS_PER_S))
+							      : " for up to a minute");
+	q->pause = q->pause ? time_min(2 * q->pause,
+				       time_min(time_max(l->ttl / 10, 10 * NS_PER_MS), NS_PER_S))
 			    : 10 * NS_PER_MS;
 	if (clock_sleep_until(time_min(now + q->pause, give_up), intr_fd) < 0) {
 		if (q->unsure_since >= 0) {
@@ -508,47 +799,22 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 }
 
 /*
- * One attempt: (re)connects, sends the acquire script (calling *meanwhile, once, as soon as
- * it is on its way) and reads the answer into l and *a. *sent is when the request went
- * out; *sending tells whether it did (a failed connect sends nothing).
+ * Contenders split the nodes between them: each gave back what it took, and tries again after
+ * a random pause, so that they do not collide again. LOCK_ACQUIRED means "try again".
  */
-static enum conn_result
-attempt(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd,
-	void (**meanwhile)(void *), void *arg, int64_t *sent, bool *sending, enum acquire_reply *a)
+static enum lock_result
+pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
 {
-	char ttl[24], handoff[24];
-	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
-				l->value, ttl,          NULL };
-	struct call call;
-	struct reply *r;
-	enum conn_result res;
+	int64_t span = time_max(5 * NS_PER_MS, time_min(l->ttl / 30, 50 * NS_PER_MS));
+	uint32_t r;
 
-	*sent = clock_now();
-	*sending = false;
-	if (!conn_check(c)) { /* a connection the server hung up on is not sent on */
-		res = conn_open(c, time_min(*sent + l->io_timeout, q->io_cap), intr_fd);
-		if (res != CONN_OK)
-			return res;
-		*sent = clock_now();
-	}
-	ttl_ms(l, ttl, sizeof(ttl));
-	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	args[6] = q->wait != 0 && *sent < q->wait_deadline ? handoff : "0";
-	call_init(&call, &script_acquire, 4, 7, args);
-	*sending = true;
-	res = call_send(c, &call);
-	if (*meanwhile) {
-		(*meanwhile)(arg);
-		*meanwhile = NULL;
-	}
-	if (res == CONN_OK)
-		res = call_recv(c, &call, time_min(*sent + l->io_timeout, q->io_cap), intr_fd, &r);
-	if (res == CONN_OK) {
-		*a = parse_acquire(l, c, r);
-		reply_free(r);
-	}
-	return res;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint32_t)clock_now();
+	if (clock_sleep_until(
+		    time_min(clock_now() + (int64_t)(r % (uint64_t)span), q->wait_deadline),
+		    intr_fd) < 0)
+		return LOCK_INTERRUPTED;
+	return LOCK_ACQUIRED;
 }
 
 /* The waiting line: who holds the lock, and how much of their lease is left. */
@@ -564,25 +830,31 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 }
 
 /*
- * Another holds the lock: says so (a live line is redrawn every second, a log names each
- * holder once) and blocks until a release wakes us (BLPOP on the wake list), the holder's
- * lease would have run out, or the wait ends, whichever comes first: a lost wake-up or a
- * crashed holder costs at most the lease. A lock that never expires was not taken by
- * redlock-run and wakes nobody: it is looked at again twice a second.
+ * Others hold the lock: says so (a live line is redrawn every second, a log names each holder
+ * once) and blocks on the wake lists of the nodes that hold it (BLPOP), until one release wakes
+ * us, until enough of the holders' leases would have run out for a quorum to be free, or until
+ * the wait ends, whichever comes first: a lost wake-up or a crashed holder costs at most the
+ * lease. A lock that never expires was not taken by redlock-run and wakes nobody: it is looked
+ * at again twice a second.
  *
- * The end is kept on our clock, to the millisecond: the server times a blocked client out
- * only at its next tick, up to 1/hz late. Then the connection is closed. A wake-up it may
- * have been handing us meanwhile is not lost to the next waiter: the attempt that follows
- * finds the lock free and takes it. LOCK_ACQUIRED means "try again"; otherwise, how to end.
+ * The end is kept on our clock, to the millisecond: a server times a blocked client out only at
+ * its next tick, up to 1/hz late. Then the connections still blocked are closed (as are those
+ * of the other nodes once one has woken us). A wake-up one may have been handing us meanwhile
+ * is not lost to the next waiter: the attempt that follows finds the lock free and takes it.
+ * LOCK_ACQUIRED means "try again"; otherwise, how to end.
  */
 static enum lock_result
-wait_turn(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
+wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
+	  int intr_fd)
 {
-	int64_t now = clock_now(), block, end;
+	int64_t now = clock_now(), free_at = nodes_free_at(ns, rd->held_until, rd->held);
+	int64_t block, end;
 	char seconds[32];
-	struct reply *r;
+	bool refused = false;
+	struct answer a;
 	enum conn_result res;
 
+	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
 	if (msg_progress_live() || strcmp(q->shown, l->holder) != 0)
 		show_wait(l, q, l->holder_ttl);
 	block = time_min(q->wait_deadline - now,
@@ -592,35 +864,47 @@ wait_turn(struct lock *l, struct conn *c, struct acquisition *q, int intr_fd)
 	end = now + block;
 	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
 	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
-	if (conn_send(c, 3, (const char *[]){ "BLPOP", l->wake_key, seconds },
-		      (size_t[]){ 5, strlen(l->wake_key), strlen(seconds) }) < 0)
-		return LOCK_ACQUIRED; /* out of memory: closed, and the next attempt says so */
-	while ((res = conn_wait(c, msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
-				intr_fd)) == CONN_TIMEOUT) {
-		int64_t t = clock_now();
-		if (t >= end) {
-			conn_close(c);
-			return LOCK_ACQUIRED;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->waiting[i])
+			nodes_send(ns, i, 3, (const char *[]){ "BLPOP", l->wake_key, seconds },
+				   (size_t[]){ 5, strlen(l->wake_key), strlen(seconds) },
+				   TIME_NEVER);
+	for (;;) {
+		res = nodes_next(ns,
+				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
+				 intr_fd, &a);
+		if (res == CONN_TIMEOUT) {
+			int64_t t = clock_now();
+			if (t >= end)
+				break;
+			show_wait(l, q,
+				  l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
+			continue;
 		}
-		show_wait(l, q, l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
+		if (res == CONN_INTERRUPTED) {
+			nodes_cancel(ns);
+			return LOCK_INTERRUPTED;
+		}
+		if (res != CONN_OK)
+			break; /* no node is left waiting: the next attempt reconnects */
+		if (a.result != CONN_OK)
+			continue; /* that node's connection broke; the others still wait */
+		if (reply_type(a.reply) != REPLY_ERROR) {
+			reply_free(a.reply);
+			break; /* woken */
+		}
+		refused = true;
+		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
+			  reply_string(a.reply, NULL));
+		reply_free(a.reply);
 	}
-	if (res == CONN_INTERRUPTED) {
-		conn_close(c); /* the only way to take back a blocked request */
-		return LOCK_INTERRUPTED;
-	}
-	/* Woken, or the connection broke (the next attempt reconnects): try again. */
-	if (res != CONN_OK || conn_recv(c, &r, end, -1) != CONN_OK)
-		return LOCK_ACQUIRED;
-	res = reply_type(r) == REPLY_ERROR ? CONN_REFUSED : CONN_OK;
-	if (res == CONN_REFUSED)
-		set_error(l, "%s refused to wait on %s: %s", conn_address(c), l->wake_key,
-			  reply_string(r, NULL));
-	reply_free(r);
-	return res == CONN_OK ? LOCK_ACQUIRED : LOCK_UNAVAILABLE;
+	nodes_cancel(ns);
+	/* Refused everywhere it asked: no point asking again. */
+	return refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;
 }
 
 enum lock_result
-lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*meanwhile)(void *),
+lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (*meanwhile)(void *),
 	     void *arg)
 {
 	struct acquisition q = {
@@ -631,44 +915,24 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 	};
 	enum lock_result out = LOCK_ACQUIRED;
 
+	for (size_t i = 0; i < NODES_MAX; i++)
+		q.unsure_at[i] = -1;
 	/* With -w, Redis may take a little longer than the wait to answer the last attempt,
 	 * made as the wait runs out; no more. */
 	q.io_cap = wait > 0 ? time_add(q.wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
 	while (out == LOCK_ACQUIRED) {
-		int64_t sent;
-		bool sending;
-		enum acquire_reply a = REPLY_REFUSED;
-		enum conn_result res =
-			attempt(l, c, &q, intr_fd, &meanwhile, arg, &sent, &sending, &a);
+		struct round rd;
+		enum attempt_outcome a = attempt(l, ns, &q, &rd, intr_fd, &meanwhile, arg);
 
-		if (res == CONN_INTERRUPTED) {
-			if (sending) {
-				settle_interrupted(l, c);
-			} else if (q.unsure_since >= 0) {
+		if (a == ATTEMPT_INTERRUPTED) {
+			if (q.unsure_since >= 0) {
 				set_unsure_error(l, "interrupted");
 				msg_warn("%s", l->error);
 			}
 			out = LOCK_INTERRUPTED;
 			break;
 		}
-		if (res != CONN_OK) {
-			set_error(l, "%s", conn_error(c));
-			if (sending && q.unsure_since < 0)
-				q.unsure_since = sent;
-		}
-		if (res == CONN_REFUSED) { /* AUTH or SELECT: no point asking again */
-			out = LOCK_UNAVAILABLE;
-			break;
-		}
-		if (res != CONN_OK || a == REPLY_NOT_NOW) {
-			out = retry_later(l, &q, intr_fd);
-			continue;
-		}
-		if (q.pause)
-			msg_info("%s answers again", conn_address(c));
-		q.answered_at = clock_now();
-		q.pause = 0;
-		if (a == REPLY_REFUSED) {
+		if (a == ATTEMPT_REFUSED) { /* AUTH, SELECT or the script: no point asking again */
 			if (q.unsure_since >= 0) { /* an earlier request stays unsettled */
 				char why[sizeof(l->error)];
 				snprintf(why, sizeof(why), "%s", l->error);
@@ -677,30 +941,35 @@ lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd, void (*m
 			out = LOCK_UNAVAILABLE;
 			break;
 		}
-		/* An answer for our value settles every request before it: the script is
-		 * idempotent. */
-		q.unsure_since = -1;
-		if (a == REPLY_ACQUIRED) {
-			if (lock_grant_in_time(l, lock_lease_deadline(l, sent), q.answered_at)) {
-				l->acquired_at = sent;
-				break;
-			}
-			give_back(l, c, sent);
-		} else {
-			q.seen_held = true;
+		if (a == ATTEMPT_NO_QUORUM) {
+			q.seen_held = q.seen_held || rd.held > 0;
+			out = retry_later(l, &q, intr_fd);
+			continue;
 		}
+		if (q.pause)
+			msg_info("%s answer%s again",
+				 nodes_count(ns) == 1 ? nodes_address(ns, 0) : "enough nodes",
+				 nodes_count(ns) == 1 ? "s" : "");
+		q.answered_at = clock_now();
+		q.pause = 0;
+		if (a == ATTEMPT_ACQUIRED)
+			break;
+		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
 		if (wait == 0 || clock_now() >= q.wait_deadline)
 			out = LOCK_BUSY;
-		else if (a == REPLY_HELD)
-			out = wait_turn(l, c, &q, intr_fd);
+		else if (a == ATTEMPT_HELD)
+			out = wait_turn(l, ns, &q, &rd, intr_fd);
+		else if (a == ATTEMPT_SPLIT)
+			out = pause_randomly(l, &q, intr_fd);
+		/* A grant that came too late: straight on to the next attempt. */
 	}
 	msg_progress_end();
 	return out;
 }
 
-/* Reads the renew script's reply into l. */
+/* Reads the renew script's reply from the server at address into l. */
 static enum lock_renewal
-read_renewal(struct lock *l, struct conn *c, const struct reply *r)
+read_renewal(struct lock *l, const char *address, const struct reply *r)
 {
 	size_t len;
 	const char *v;
@@ -715,108 +984,222 @@ read_renewal(struct lock *l, struct conn *c, const struct reply *r)
 		snprintf(l->holder, sizeof(l->holder), "%.*s", (int)len, v);
 		return LOCK_TAKEN;
 	default:
-		set_error(l, "%s refused to renew %s: %s", conn_address(c), l->key,
+		set_error(l, "%s refused to renew %s: %s", address, l->key,
 			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
 						       : "unexpected reply");
 		return LOCK_RENEW_FAILED;
 	}
+}
+
+/* Whether an answer to the acquire script says the lock is ours there. */
+static bool
+granted(const struct answer *a)
+{
+	return a->result == CONN_OK && reply_type(a->reply) == REPLY_ARRAY &&
+	       reply_count(a->reply) >= 2 &&
+	       reply_type(reply_element(a->reply, 0)) == REPLY_INTEGER &&
+	       reply_integer(reply_element(a->reply, 0)) == 1;
 }
 
 enum lock_renewal
-lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
+lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
+	   void (*renewed)(void *, int64_t), void *arg)
 {
-	char ttl[24];
-	const char *args[4] = { l->key, l->fence_key, l->value, ttl };
-	struct reply *r;
+	size_t yes = 0, lost = 0, none = nodes_count(ns) - nodes_quorum(ns);
+	bool regrant[NODES_MAX] = { false }, told = false;
+	enum lock_renewal how = LOCK_GONE_WITH_DATA;
+	char ttl[24], holder[LOCK_HOLDER_MAX] = "";
+	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
+	const char *again_args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
+				      l->value, ttl,          "0" };
+	struct call call, again;
+	struct failures why = { 0 };
+	struct answer a;
 	enum conn_result res;
-	enum lock_renewal out;
 
-	res = conn_is_open(c) ? CONN_OK : conn_open(c, deadline, intr_fd);
-	if (res == CONN_INTERRUPTED)
-		return LOCK_RENEW_INTERRUPTED;
-	if (res != CONN_OK) {
-		set_error(l, "%s", conn_error(c));
-		return LOCK_RENEW_FAILED;
-	}
 	ttl_ms(l, ttl, sizeof(ttl));
-	res = eval(c, &script_renew, 2, 4, args, deadline, intr_fd, &r);
+	call_init(&call, &script_renew, 2, 4, args);
+	call_init(&again, &script_acquire, 4, 7, again_args);
+	call_send_all(ns, &call, deadline);
+	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
+		size_t i = a.node;
+
+		if (noscript(&a)) {
+			call_send(ns, i, regrant[i] ? &again : &call, deadline, true);
+			continue;
+		}
+		if (regrant[i]) {
+			regrant[i] = false;
+			if (granted(&a))
+				msg_info("%s has %s again; it counts from the next renewal",
+					 nodes_address(ns, i), l->key);
+			if (a.result == CONN_OK)
+				reply_free(a.reply);
+			continue;
+		}
+		if (a.result != CONN_OK) {
+			failures_add(&why, nodes_error(ns, i));
+			continue;
+		}
+		switch (read_renewal(l, nodes_address(ns, i), a.reply)) {
+		case LOCK_RENEWED:
+			nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
+			yes++;
+			break;
+		case LOCK_RENEW_FAILED:
+			/* A refusal (a replica that turned read-only, a script error): the lease
+			 * cannot be extended there, and the next request starts afresh, resolving
+			 * the name again (a failover may have moved it). */
+			failures_add(&why, l->error);
+			nodes_reset(ns, i);
+			break;
+		case LOCK_TAKEN:
+			snprintf(holder, sizeof(holder), "%s", l->holder);
+			how = LOCK_TAKEN;
+			nodes_drop(ns, i);
+			lost++;
+			break;
+		default:
+			if (how != LOCK_TAKEN)
+				how = reply_integer(a.reply) == 0 ? LOCK_GONE : how;
+			nodes_drop(ns, i);
+			lost++;
+			/* A node that lost the key (restarted empty, most likely) is given it
+			 * again while the lease holds on a quorum without it. That grant counts
+			 * from the next renewal on, never for this one. */
+			if (lost <= none && nodes_lease_end(ns) > clock_now()) {
+				msg_info("%s no longer has %s; taking it there again",
+					 nodes_address(ns, i), l->key);
+				call_send(ns, i, &again, deadline, false);
+				regrant[i] = true;
+			}
+			break;
+		}
+		reply_free(a.reply);
+		if (lost > none) {
+			nodes_forget(ns);
+			snprintf(l->holder, sizeof(l->holder), "%s", holder);
+			return how;
+		}
+		if (!told && nodes_verdict(ns, yes, 0) == VERDICT_YES) {
+			told = true;
+			if (renewed)
+				renewed(arg, nodes_lease_end(ns));
+		}
+	}
 	if (res == CONN_INTERRUPTED) {
-		conn_close(c);
+		nodes_cancel(ns);
 		return LOCK_RENEW_INTERRUPTED;
 	}
-	if (res != CONN_OK) {
-		set_error(l, "%s", conn_error(c));
-		return LOCK_RENEW_FAILED;
+	if (told) {
+		/* A minority that did not answer changes nothing but this note. */
+		snprintf(l->error, sizeof(l->error), "%s", why.count ? why.text : "");
+		return LOCK_RENEWED;
 	}
-	out = read_renewal(l, c, r);
-	if (out == LOCK_RENEW_FAILED)
-		/* A refusal (a replica that turned read-only, a script error): the lease
-		 * cannot be extended here, so it counts as a failed attempt, and the next
-		 * one starts afresh, resolving the name again (a failover may have moved it). */
-		conn_reset(c);
-	reply_free(r);
-	return out;
+	set_quorum_error(l, ns, &why);
+	return LOCK_RENEW_FAILED;
 }
 
 enum lock_release_result
-lock_release(struct lock *l, struct conn *c, int64_t deadline, int intr_fd)
+lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
-	char handoff[24];
-	const char *args[6] = { l->key, l->wake_key, l->waiting_key, l->fence_key, l->value,
-				handoff };
-	struct reply *r = NULL;
-	enum conn_result res = CONN_FAILED;
-	enum lock_release_result out;
-	bool unsure = false; /* a request went out and its reply was lost */
+	size_t released = 0, unconfirmed = 0, answered = 0;
+	bool retried[NODES_MAX] = { false };
+	char handoff[24], ttl[32];
+	const char *args[6] = {
+		l->key, l->wake_key, l->waiting_key, l->fence_key, l->value, handoff
+	};
+	struct call call;
+	struct failures why = { 0 };
+	struct answer a;
+	enum conn_result res;
+	int64_t start = clock_now();
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	/* The connection may have sat idle for as long as the command ran: a server that hung
-	 * up meanwhile is found out before anything is sent, and one broken while the request
-	 * was out is worth one more try on a fresh one (the release is idempotent). */
-	conn_check(c);
-	for (int tries = 0; tries < 2 && res == CONN_FAILED; tries++) {
-		if (!conn_is_open(c) && (res = conn_open(c, deadline, intr_fd)) != CONN_OK)
-			break;
-		res = eval(c, &script_release, 4, 6, args, deadline, intr_fd, &r);
-		unsure = unsure || res == CONN_FAILED;
+	call_init(&call, &script_release, 4, 6, args);
+	call_send_all(ns, &call, deadline);
+	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
+		size_t i = a.node;
+
+		/* The connection may have sat idle for as long as the command ran: one that
+		 * broke while the request was out is worth one more try on a fresh one (the
+		 * release is idempotent). */
+		if (a.result == CONN_FAILED && !retried[i]) {
+			retried[i] = true;
+			call_send(ns, i, &call, deadline, false);
+			continue;
+		}
+		if (a.result != CONN_OK) {
+			failures_add(&why, nodes_error(ns, i));
+			continue;
+		}
+		if (reply_type(a.reply) == REPLY_INTEGER) {
+			/* Not ours, after a request that may have landed: most likely that request
+			 * deleted it, unless the server lost its data (which no release does). */
+			released += reply_integer(a.reply) == 1;
+			unconfirmed += retried[i] && reply_integer(a.reply) == 0;
+			/* Once a quorum answered, the rest get a moment (twice what the quorum
+			 * took), not the whole deadline: one frozen node does not hold up the
+			 * exit. */
+			if (++answered == nodes_quorum(ns)) {
+				l->answered_at = clock_now();
+				deadline = time_min(
+					deadline,
+					l->answered_at +
+						time_min(LOCK_LAST_ANSWER,
+							 time_max(10 * NS_PER_MS,
+								  2 * (l->answered_at - start))));
+			}
+		} else {
+			set_error(l, "%s refused to release %s: %s", nodes_address(ns, i), l->key,
+				  reply_type(a.reply) == REPLY_ERROR ? reply_string(a.reply, NULL)
+								     : "unexpected reply");
+			failures_add(&why, l->error);
+		}
+		reply_free(a.reply);
 	}
-	if (res != CONN_OK) {
-		set_error(l, "%s", res == CONN_INTERRUPTED ? "interrupted" : conn_error(c));
-		return LOCK_RELEASE_FAILED;
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		char line[320];
+		if (!nodes_outstanding(ns, i))
+			continue;
+		snprintf(line, sizeof(line),
+			 res == CONN_INTERRUPTED ? "interrupted" : "no reply from %s in time",
+			 nodes_address(ns, i));
+		failures_add(&why, line);
 	}
-	l->answered_at = clock_now();
-	if (reply_type(r) == REPLY_INTEGER)
-		/* Not ours, after a request that may have landed: most likely that request
-		 * deleted it, unless the server lost its data (which no release does). */
-		out = reply_integer(r) == 1			 ? LOCK_RELEASED
-		      : unsure && reply_integer(r) == 0 ? LOCK_RELEASE_UNCONFIRMED
-							 : LOCK_RELEASE_GONE;
-	else {
-		set_error(l, "%s refused to release %s: %s", conn_address(c), l->key,
-			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
-						       : "unexpected reply");
-		out = LOCK_RELEASE_FAILED;
+	nodes_forget(ns);
+	if (nodes_verdict(ns, released, 0) == VERDICT_YES) {
+		if (why.count)
+			msg_info("not released everywhere (%s); it expires there within %s",
+				 why.text, duration_format(l->ttl, ttl, sizeof(ttl)));
+		return LOCK_RELEASED;
 	}
-	reply_free(r);
-	return out;
+	if (nodes_verdict(ns, released + unconfirmed, 0) == VERDICT_YES)
+		return LOCK_RELEASE_UNCONFIRMED;
+	if (answered >= nodes_quorum(ns))
+		return LOCK_RELEASE_GONE;
+	set_quorum_error(l, ns, &why);
+	return LOCK_RELEASE_FAILED;
 }
 
-/* Reads the query script's reply into *st: 0, or -1 with l->error set. */
+/* Reads the query script's reply from the server at address into *st: 0, or -1 with l->error
+ * set. */
 static int
-read_state(struct lock *l, struct conn *c, const struct reply *r, struct lock_state *st)
+read_state(struct lock *l, const char *address, const struct reply *r, struct lock_state *st)
 {
 	const struct reply *value, *pttl, *fence;
 	size_t len;
 
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
 	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
-		set_error(l, "%s refused to say who holds %s: %s", conn_address(c), l->key,
+		set_error(l, "%s refused to say who holds %s: %s", address, l->key,
 			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
 						       : "unexpected reply");
 		return -1;
 	}
 	value = reply_element(r, 0);
 	fence = reply_element(r, 2);
+	st->answered = true;
 	st->held = reply_type(value) == REPLY_STRING;
 	if (st->held) {
 		const char *v = reply_string(value, &len);
@@ -827,21 +1210,85 @@ read_state(struct lock *l, struct conn *c, const struct reply *r, struct lock_st
 	return 0;
 }
 
-int
-lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st)
+/*
+ * The quorum's view from the nodes' (n of them): held when a quorum has one holder, for as long
+ * as it keeps a quorum; free when no holder can have one, even with the nodes that did not
+ * answer. 0, or -1 with l->error set when that cannot be told.
+ */
+static int
+quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *node,
+	    struct lock_state *st)
 {
-	const char *args[2] = { l->key, l->fence_key };
-	struct reply *r;
-
-	int out;
+	size_t n = nodes_count(ns), q = nodes_quorum(ns), answered = 0, best = 0;
+	struct failures why = { 0 };
 
 	memset(st, 0, sizeof(*st));
-	if ((!conn_is_open(c) && conn_open(c, deadline, -1) != CONN_OK) ||
-	    eval(c, &script_query, 2, 2, args, deadline, -1, &r) != CONN_OK) {
-		set_error(l, "%s", conn_error(c));
-		return -1;
+	st->fence = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!node[i].answered) {
+			failures_add(&why, node[i].error);
+			continue;
+		}
+		answered++;
+		if (node[i].fence > st->fence)
+			st->fence = node[i].fence;
 	}
-	out = read_state(l, c, r, st);
-	reply_free(r);
-	return out;
+	for (size_t i = 0; i < n; i++) {
+		int64_t ends[NODES_MAX];
+		size_t same = 0;
+		if (!node[i].answered || !node[i].held)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (node[j].answered && node[j].held &&
+			    strcmp(node[j].value, node[i].value) == 0)
+				ends[same++] = node[j].ttl < 0 ? TIME_NEVER : node[j].ttl;
+		if (same > best) {
+			best = same;
+			st->held = same >= q;
+			snprintf(st->value, sizeof(st->value), "%s", node[i].value);
+			st->ttl = nodes_quorum_until(ns, ends, same);
+			st->ttl = st->ttl == TIME_NEVER ? -1 : st->ttl;
+		}
+	}
+	if (st->held || best + (n - answered) < q)
+		return 0;
+	st->held = false;
+	if (answered < q)
+		set_quorum_error(l, ns, &why);
+	else
+		set_error(l,
+			  "cannot tell whether %s is held: it is on %zu of the %zu nodes that "
+			  "answered, and %zu did not (%s)",
+			  l->key, best, answered, n - answered, why.text);
+	return -1;
+}
+
+int
+lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
+	   struct lock_state *st)
+{
+	const char *args[2] = { l->key, l->fence_key };
+	struct call call;
+	struct answer a;
+
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		memset(&node[i], 0, sizeof(node[i]));
+		node[i].fence = -1;
+		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
+			 nodes_address(ns, i));
+	}
+	call_init(&call, &script_query, 2, 2, args);
+	call_send_all(ns, &call, deadline);
+	while (next_answer(ns, &call, deadline, -1, &a) == CONN_OK) {
+		struct lock_state *s = &node[a.node];
+		if (a.result != CONN_OK) {
+			snprintf(s->error, sizeof(s->error), "%s", nodes_error(ns, a.node));
+			continue;
+		}
+		if (read_state(l, nodes_address(ns, a.node), a.reply, s) < 0)
+			snprintf(s->error, sizeof(s->error), "%.299s", l->error);
+		reply_free(a.reply);
+	}
+	nodes_cancel(ns);
+	return quorum_view(l, ns, node, st);
 }

@@ -1,6 +1,7 @@
 /*
- * The lock protocol (DESIGN §3): the token, the Lua scripts with their KEYS/ARGV contracts,
- * and acquire, renew and release on a given connection. It knows nothing about processes.
+ * The lock protocol (DESIGN §3, §3b): the token, the Lua scripts with their KEYS/ARGV
+ * contracts, and acquire, renew and release on a set of nodes: one server, or a Redlock quorum
+ * of several, by the same rules. It knows nothing about processes.
  */
 #ifndef REDLOCK_LOCK_H
 #define REDLOCK_LOCK_H
@@ -11,6 +12,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "nodes.h"
 
 #define LOCK_VALUE_MAX 384
 #define LOCK_HOLDER_MAX LOCK_VALUE_MAX
@@ -24,10 +26,11 @@ struct lock {
 	int64_t ttl;                  /* the lease, ns */
 	int64_t io_timeout;           /* how long one request may take */
 	long long fence;              /* once acquired: this acquisition's fencing number */
-	int64_t acquired_at;          /* once acquired: when the winning request was sent */
+	int64_t acquired_at;          /* once acquired: when the winning requests were sent */
+	int64_t valid_until;          /* once acquired: when the lease ends on a quorum */
 	int64_t answered_at;          /* when the answer to the last release came */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
-	int64_t holder_ttl;           /* and how long their lease had left (ns; -1: none) */
+	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
 	char error[512];              /* why the last call did not succeed */
 };
 
@@ -69,52 +72,71 @@ enum lock_result {
 };
 
 /*
- * Takes the lock, waiting up to `wait` ns (0: not at all; WAIT_FOREVER) while another
- * holds it. c is opened, and reopened, as needed. A request whose reply is lost is sent
- * again with the same token, which settles it, never abandons it. A grant that comes too
- * late (lock_grant_in_time) is given back, as if the lock had been held. While waiting, a
- * server that stops answering is tried again until the wait ends (see give_up_point in
- * lock.c). meanwhile (may be NULL)
- * is called once, as soon as the first request is on its way: work that then overlaps
- * with the round trip.
+ * Takes the lock on a quorum of the nodes, waiting up to `wait` ns (0: not at all;
+ * WAIT_FOREVER) while another holds it. The request goes to every node at once; the outcome is
+ * decided as soon as a quorum granted it or can no longer grant it. Taken, the lease holds until
+ * the quorum-th latest of the granting nodes' lease ends (l->valid_until), which must still
+ * have two thirds of a TTL ahead (lock_grant_in_time), and l->fence is above every earlier
+ * acquisition's on a quorum. Not taken, whatever was taken is given back; contenders that split
+ * the nodes try again after a random pause.
+ *
+ * A request whose reply is lost is sent again with the same token, which settles it, never
+ * abandons it. While waiting, servers that stop answering are tried again until the wait ends
+ * (see give_up_point in lock.c). meanwhile (may be NULL) is called once, as soon as the first
+ * requests are on their way: work that then overlaps with the round trip.
  */
-enum lock_result lock_acquire(struct lock *l, struct conn *c, int64_t wait, int intr_fd,
+enum lock_result lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd,
 			      void (*meanwhile)(void *), void *arg);
 
 enum lock_renewal {
 	LOCK_RENEWED,
-	LOCK_RENEW_FAILED,      /* no answer, or the connection broke: l->error says why */
+	LOCK_RENEW_FAILED,      /* too few answered: l->error says why */
 	LOCK_RENEW_INTERRUPTED, /* intr_fd became readable */
-	LOCK_GONE,              /* KEY no longer holds our value: expired or deleted */
-	LOCK_GONE_WITH_DATA,    /* and the fence counter is gone too: the server lost its data */
+	LOCK_GONE,              /* KEY no longer holds our value on a quorum: expired or deleted */
+	LOCK_GONE_WITH_DATA,    /* and the fence counters are gone too: the servers lost their
+				 * data */
 	LOCK_TAKEN,             /* another holder has KEY now (l->holder) */
 };
 
-/* Extends our lease to a full TTL if KEY still holds our value; never re-creates KEY.
- * c is opened first when it is not. */
-enum lock_renewal lock_renew(struct lock *l, struct conn *c, int64_t deadline, int intr_fd);
+/*
+ * Extends our lease to a full TTL on every node where KEY still holds our value; never
+ * re-creates KEY there, except on a node that lost it while the lease holds on a quorum without
+ * it (a restart without its data): that node counts from the next renewal on. As soon as a
+ * quorum has renewed, renewed(arg, the lease's new end) is called; the answers of the others
+ * are waited for until the deadline. On LOCK_RENEWED, l->error says which nodes did not
+ * answer, or is empty.
+ */
+enum lock_renewal lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
+			     void (*renewed)(void *arg, int64_t lease_end), void *arg);
 
 enum lock_release_result {
 	LOCK_RELEASED,
-	LOCK_RELEASE_GONE,        /* KEY no longer held our value when l->answered_at came */
+	LOCK_RELEASE_GONE,        /* KEY no longer held our value on a quorum when
+				   * l->answered_at came */
 	LOCK_RELEASE_UNCONFIRMED, /* a request's reply was lost, and asked again KEY was no
 				   * longer ours: most likely that request deleted it */
-	LOCK_RELEASE_FAILED,      /* Redis could not be asked: l->error says why */
+	LOCK_RELEASE_FAILED,      /* too few nodes could be asked: l->error says why */
 };
 
-/* Deletes KEY if it still holds our value, reconnecting once if c has gone stale. */
-enum lock_release_result lock_release(struct lock *l, struct conn *c, int64_t deadline,
+/* Deletes KEY on every node where it still holds our value, reconnecting once where a
+ * connection has gone stale. Once a quorum has answered, the others get LOCK_LAST_ANSWER. */
+enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t deadline,
 				      int intr_fd);
 
 struct lock_state {
+	bool answered; /* a node's state: it answered (else error says why) */
+	char error[300];
 	bool held;
 	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held */
 	int64_t ttl;                 /* what is left of the holder's lease, ns; -1: no expiry */
 	long long fence;             /* the last fence handed out; -1: never taken */
 };
 
-/* Asks who holds the lock, without touching it. 0, or -1 with l->error set. */
-int lock_query(struct lock *l, struct conn *c, int64_t deadline, struct lock_state *st);
+/* Asks every node who holds the lock, without touching it: each node's view into node[i] (one
+ * per node), the quorum's into *st. 0, or -1 with l->error set when the quorum's view cannot
+ * be told (too few answered). */
+int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
+	       struct lock_state *st);
 
 /* Splits a value written by redlock-run into host and pid; -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);

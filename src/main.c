@@ -17,6 +17,7 @@
 #include "exitstatus.h"
 #include "lock.h"
 #include "msg.h"
+#include "nodes.h"
 #include "opts.h"
 #include "query.h"
 #include "signals.h"
@@ -39,10 +40,29 @@ prepare_guard(void *ch)
 	child_prepare(ch);
 }
 
+/* With -v: which nodes granted the lock, and how much of its validity is left. */
+static void
+tell_quorum(const struct lock *l, const struct nodes *ns)
+{
+	char list[1024] = "", left[32];
+	size_t n = 0, len = 0;
+
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		if (!nodes_holds(ns, i))
+			continue;
+		len += (size_t)snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0,
+					"%s%s", n++ ? ", " : "", nodes_address(ns, i));
+		len = len < sizeof(list) ? len : sizeof(list);
+	}
+	msg_info("granted by %zu of %zu nodes (a quorum is %zu): %s; valid for %s more", n,
+		 nodes_count(ns), nodes_quorum(ns), list,
+		 duration_format(l->valid_until - clock_now(), left, sizeof(left)));
+}
+
 /* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used,
  * 128+N by signal N while waiting. The guard readied for the command is sent away first. */
 static void
-acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signals *sig,
+acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct signals *sig,
 	struct child *ch)
 {
 	int64_t start = clock_now(), waited;
@@ -52,11 +72,13 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
 		int64_t wait = o->wait;
 		if (wait > 0)
 			wait = time_max(0, time_add(start, o->wait) - clock_now());
-		switch (lock_acquire(l, c, wait, sig->stop_fd, prepare_guard, ch)) {
+		switch (lock_acquire(l, ns, wait, sig->stop_fd, prepare_guard, ch)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;
 			msg_info("acquired %s after %s, fence %lld", l->key,
 				 duration_format(waited, buf, sizeof(buf)), l->fence);
+			if (nodes_count(ns) > 1)
+				tell_quorum(l, ns);
 			return;
 		case LOCK_BUSY:
 			duration_format(clock_now() - start, buf, sizeof(buf));
@@ -95,19 +117,19 @@ acquire(struct lock *l, struct conn *c, const struct opts *o, const struct signa
  * deleted it. The command ended inside its lease either way (supervise saw to that).
  */
 static void
-release(struct lock *l, struct conn *c, struct outcome *out)
+release(struct lock *l, struct nodes *ns, struct outcome *out)
 {
 	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
 	char ttl[32];
 
-	switch (lock_release(l, c, clock_now() + patience, -1)) {
+	switch (lock_release(l, ns, clock_now() + patience, -1)) {
 	case LOCK_RELEASED:
 		msg_info("released %s", l->key);
 		break;
 	case LOCK_RELEASE_GONE:
 		if (out->lost)
 			break;
-		if (l->answered_at >= lock_lease_deadline(l, out->renewed_at)) {
+		if (l->answered_at >= out->lease_end) {
 			msg_warn("released %s late: the server answered after the lease had run "
 				 "out, and the key was gone (expired meanwhile, most likely); the "
 				 "command held the lock throughout",
@@ -144,13 +166,13 @@ command_environment(const struct lock *l, char *vars[3])
 
 /* Nothing can run under the lock (no memory, thread or process): give it back and exit. */
 static _Noreturn void
-abandon(struct lock *l, struct conn *c, struct watchdog *wd, struct child *ch, const char *what)
+abandon(struct lock *l, struct nodes *ns, struct watchdog *wd, struct child *ch, const char *what)
 {
 	int err = errno;
 
 	watchdog_free(wd);
 	child_free(ch);
-	lock_release(l, c, clock_now() + l->io_timeout, -1);
+	lock_release(l, ns, clock_now() + l->io_timeout, -1);
 	errno = err;
 	fatal_errno(STATUS_OSERR, what);
 }
@@ -161,7 +183,7 @@ main(int argc, char *argv[])
 	struct opts o;
 	struct signals sig;
 	struct lock lock;
-	struct conn *conn;
+	struct nodes *nodes;
 	struct child child;
 	struct watchdog *wd;
 	struct outcome out;
@@ -172,7 +194,8 @@ main(int argc, char *argv[])
 		opts_print_help(stdout);
 		return 0;
 	case OPTS_VERSION:
-		printf("redlock-run %s (TLS: %s)\n", REDLOCK_VERSION, conn_has_tls() ? "yes" : "no");
+		printf("redlock-run %s (TLS: %s)\n", REDLOCK_VERSION,
+		       conn_has_tls() ? "yes" : "no");
 		return 0;
 	case OPTS_USAGE_ERROR:
 		msg_error("%s", err);
@@ -186,7 +209,7 @@ main(int argc, char *argv[])
 	/* TLS is set up before anything connects, so that a certificate or key it cannot use
 	 * is a usage error; a plain run never loads OpenSSL, whatever TLS options the
 	 * environment sets. */
-	if (o.url.scheme == URL_TLS && conn_has_tls()) {
+	if (opts_use_tls(&o) && conn_has_tls()) {
 		int setup = conn_setup_tls(&o.tls, err, sizeof(err));
 		if (setup < 0) {
 			msg_error("%s", err);
@@ -205,16 +228,16 @@ main(int argc, char *argv[])
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");
 	if (lock_init(&lock, o.key, o.ttl) < 0)
 		fatal_errno(STATUS_OSERR, "cannot make a lock token");
-	if (!(conn = conn_new(&o.url)))
+	if (!(nodes = nodes_new(o.urls, o.nurls)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
 
 	child_init(&child);
-	acquire(&lock, conn, &o, &sig, &child);
+	acquire(&lock, nodes, &o, &sig, &child);
 
 	env = command_environment(&lock, vars);
-	wd = env ? watchdog_new(&lock, conn) : NULL;
+	wd = env ? watchdog_new(&lock, nodes) : NULL;
 	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
-		abandon(&lock, conn, wd, &child, "cannot start the command");
+		abandon(&lock, nodes, wd, &child, "cannot start the command");
 
 	out = supervise(&(struct supervision){
 		.child = &child,
@@ -231,11 +254,11 @@ main(int argc, char *argv[])
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
 	 * told to stop, and waited for only once the lock is given back. */
 	watchdog_stop(wd);
-	release(&lock, conn, &out);
+	release(&lock, nodes, &out);
 	watchdog_free(wd);
 	child_free(&child);
 
-	conn_free(conn);
+	nodes_free(nodes);
 	lock_free(&lock);
 	free(env);
 	for (int i = 0; i < 3; i++)

@@ -167,12 +167,13 @@ take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t
 /* A file or directory an option names must be readable now: a usage error, not a failed
  * connection later. */
 static bool
-take_path(const char *option, const char *path, bool dir, const char **out, char *err,
-	  size_t size)
+take_path(const char *option, const char *path, bool dir, const char **out, char *err, size_t size)
 {
 	if (!*path || access(path, dir ? R_OK | X_OK : R_OK) < 0) {
 		usage_error(err, size, "%s '%s': %s", option, path,
-			    !*path ? "empty" : dir ? "not a readable directory" : "not readable");
+			    !*path ? "empty"
+			    : dir  ? "not a readable directory"
+				   : "not readable");
 		return false;
 	}
 	*out = path;
@@ -321,41 +322,67 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 }
 
 /*
- * Parses the URL, and gives it the password from the first of: the URL itself,
- * --password-file, $REDLOCK_PASSWORD_FILE, $REDLOCK_PASSWORD.
+ * Parses the servers' URLs, separated by blanks in one string (REDLOCK_URL) or one per -r, and
+ * gives each URL without a password the one from the first of: --password-file,
+ * $REDLOCK_PASSWORD_FILE, $REDLOCK_PASSWORD. The same server may not be given twice: it would
+ * count twice towards a quorum.
  */
 static enum opts_action
-parse_url(struct opts *o, const char *url, const char *source, const char *password_file,
-	  char *err, size_t size)
+parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
+	   const char *password_file, char *err, size_t size)
 {
-	char why[256];
+	char why[256], *password = NULL, a[300], b[300];
 	const char *env_file = getenv("REDLOCK_PASSWORD_FILE");
-	const char *password = getenv("REDLOCK_PASSWORD");
+	const char *env_password = getenv("REDLOCK_PASSWORD");
+	enum opts_action out = OPTS_RUN;
 
-	if (url_parse(url, &o->url, why, sizeof(why)) < 0)
-		return usage_error(err, size, "invalid Redis URL%s: %s", source, why);
-	if (o->url.password)
-		return OPTS_RUN;
 	if (password_file || (env_file && *env_file)) {
-		o->url.password = read_password_file(password_file ? "--password-file"
-								    : "REDLOCK_PASSWORD_FILE",
-						     password_file ? password_file : env_file, err,
-						     size);
-		if (!o->url.password) {
-			url_free(&o->url);
+		password = read_password_file(password_file ? "--password-file"
+							    : "REDLOCK_PASSWORD_FILE",
+					      password_file ? password_file : env_file, err, size);
+		if (!password)
 			return OPTS_USAGE_ERROR;
-		}
-	} else if (password && *password && !(o->url.password = strdup(password))) {
-		url_free(&o->url);
+	} else if (env_password && *env_password && !(password = strdup(env_password))) {
 		return usage_error(err, size, "out of memory");
 	}
-	return OPTS_RUN;
+	for (o->nurls = 0; o->nurls < n; o->nurls++) {
+		struct redis_url *u = &o->urls[o->nurls];
+		if (url_parse(urls[o->nurls], u, why, sizeof(why)) < 0) {
+			out = usage_error(err, size, "invalid Redis URL%s: %s", source, why);
+			break;
+		}
+		url_address(u, a, sizeof(a));
+		for (size_t j = 0; j < o->nurls; j++) {
+			if (strcmp(a, url_address(&o->urls[j], b, sizeof(b))) == 0) {
+				out = usage_error(
+					err, size,
+					"the same Redis server twice%s: %s: a quorum needs "
+					"independent ones",
+					source, a);
+				break;
+			}
+		}
+		if (out == OPTS_RUN && !u->password && password &&
+		    !(u->password = strdup(password)))
+			out = usage_error(err, size, "out of memory");
+		if (out != OPTS_RUN) {
+			url_free(u);
+			break;
+		}
+	}
+	free(password);
+	if (out != OPTS_RUN)
+		opts_free(o);
+	return out;
 }
 
 enum opts_action
 opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
-	const char *url = NULL, *shell_string = NULL, *source = "", *password_file = NULL;
+	const char *shell_string = NULL, *source = "", *password_file = NULL;
+	char *urls[URL_LIST_MAX + 1], *env_urls = NULL;
+	size_t nurls = 0;
+	enum opts_action out;
 	char name[64];
 	bool nonblock = false;
 	int c, at;
@@ -374,7 +401,10 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	       (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			url = optarg;
+			if (nurls == URL_LIST_MAX)
+				return usage_error(err, size, "at most %d Redis servers (-r)",
+						   URL_LIST_MAX);
+			urls[nurls++] = optarg;
 			break;
 		case 't':
 			if (!take_duration("TTL", optarg, &o->ttl, err, size))
@@ -432,9 +462,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_CACERTDIR:
 		case OPT_CERT:
 		case OPT_KEY: {
-			const char **field = c == OPT_CACERT	  ? &o->tls.cacert
+			const char **field = c == OPT_CACERT      ? &o->tls.cacert
 					     : c == OPT_CACERTDIR ? &o->tls.cacertdir
-					     : c == OPT_CERT	  ? &o->tls.cert
+					     : c == OPT_CERT      ? &o->tls.cert
 								  : &o->tls.key;
 			if (!take_path(option_name(argv[at], name, sizeof(name)), optarg,
 				       c == OPT_CACERTDIR, field, err, size))
@@ -495,16 +525,42 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 					size) != OPTS_RUN)
 		return OPTS_USAGE_ERROR;
 
-	if (!url) {
+	if (!nurls) {
 		const char *env = getenv("REDLOCK_URL");
-		url = env && *env ? env : URL_DEFAULT;
-		source = env && *env ? " in REDLOCK_URL" : "";
+		if (env && strspn(env, URL_BLANKS) < strlen(env)) {
+			/* Several URLs, separated by blanks: a quorum. */
+			if (!(env_urls = strdup(env)))
+				return usage_error(err, size, "out of memory");
+			for (char *save, *u = strtok_r(env_urls, URL_BLANKS, &save);
+			     u && nurls <= URL_LIST_MAX; u = strtok_r(NULL, URL_BLANKS, &save))
+				urls[nurls++] = u;
+			source = " in REDLOCK_URL";
+		} else {
+			urls[nurls++] = (char *)URL_DEFAULT;
+		}
 	}
-	return parse_url(o, url, source, password_file, err, size);
+	if (nurls > URL_LIST_MAX)
+		out = usage_error(err, size, "at most %d Redis servers in REDLOCK_URL",
+				  URL_LIST_MAX);
+	else
+		out = parse_urls(o, urls, nurls, source, password_file, err, size);
+	free(env_urls);
+	return out;
+}
+
+bool
+opts_use_tls(const struct opts *o)
+{
+	for (size_t i = 0; i < o->nurls; i++)
+		if (o->urls[i].scheme == URL_TLS)
+			return true;
+	return false;
 }
 
 void
 opts_free(struct opts *o)
 {
-	url_free(&o->url);
+	for (size_t i = 0; i < o->nurls; i++)
+		url_free(&o->urls[i]);
+	o->nurls = 0;
 }

@@ -28,8 +28,9 @@ enum on_lost {
 
 struct opts {
 	const char *key;
-	char **command; /* COMMAND's argv, NULL-terminated */
-	struct redis_url url;
+	char **command;                      /* COMMAND's argv, NULL-terminated */
+	struct redis_url urls[URL_LIST_MAX]; /* the servers: one, or a Redlock quorum */
+	size_t nurls;
 	int64_t ttl;         /* the lease, in ns */
 	int64_t wait;        /* how long to wait for the lock: ns, 0 (-n), or forever */
 	int conflict_status; /* -E */
@@ -37,10 +38,10 @@ struct opts {
 	int64_t grace;    /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
 	int64_t max_hold; /* 0: no limit */
 	enum msg_level verbosity;
-	bool status;         /* --status: say who holds KEY, run nothing */
-	bool json;           /* --json, with --status */
+	bool status;           /* --status: say who holds KEY, run nothing */
+	bool json;             /* --json, with --status */
 	struct tls_config tls; /* --cacert, --cert, ... or their REDLOCK_* variables */
-	char *shell_argv[4]; /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
+	char *shell_argv[4];   /* backs command for -c: { $SHELL, "-c", STRING, NULL } */
 };
 
 enum opts_action {
@@ -57,6 +58,8 @@ enum opts_action {
  */
 enum opts_action opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t errsize);
 void opts_free(struct opts *o);
+/* Whether any of the servers is reached over TLS (rediss://). */
+bool opts_use_tls(const struct opts *o);
 void opts_print_help(FILE *out);
 
 #endif

@@ -1,11 +1,13 @@
 #include "query.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "conn.h"
+#include "nodes.h"
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
@@ -53,17 +55,15 @@ query_evictable(const struct eviction *ev)
 	return ev->policy[0] && strcmp(ev->policy, "noeviction") != 0 && ev->limit > 0;
 }
 
-void
-query_print_json(FILE *out, const char *key, const struct lock_state *st,
-		 const struct eviction *ev)
+/* A state's fields, after the opening brace and before the eviction fields. */
+static void
+json_state(FILE *out, const struct lock_state *st, bool decided)
 {
 	char host[LOCK_HOLDER_MAX];
 	long pid;
 	bool ours = st->held && lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
 
-	fputs("{\"key\": ", out);
-	json_string(out, key);
-	fprintf(out, ", \"held\": %s, \"host\": ", st->held ? "true" : "false");
+	fprintf(out, "\"held\": %s, \"host\": ", !decided ? "null" : st->held ? "true" : "false");
 	if (ours)
 		json_string(out, host);
 	else
@@ -88,86 +88,173 @@ query_print_json(FILE *out, const char *key, const struct lock_state *st,
 		fprintf(out, "%lld", st->fence);
 	else
 		fputs("null", out);
+}
+
+static void
+json_eviction(FILE *out, const struct eviction *ev)
+{
 	fputs(", \"maxmemory_policy\": ", out);
 	if (ev->policy[0])
 		json_string(out, ev->policy);
 	else
 		fputs("null", out);
-	fprintf(out, ", \"evictable\": %s}\n",
-		!ev->policy[0] ? "null" : query_evictable(ev) ? "true" : "false");
+	fprintf(out, ", \"evictable\": %s",
+		!ev->policy[0]        ? "null"
+		: query_evictable(ev) ? "true"
+				      : "false");
 }
 
 void
-query_print_text(FILE *out, const char *key, const struct lock_state *st,
-		 const struct eviction *ev)
+query_print_json(FILE *out, const struct status *s)
+{
+	const struct eviction *ev = NULL;
+
+	/* The quorum may lose locks to eviction when any of its servers may: that one is named,
+	 * else the first that answered INFO. */
+	for (size_t i = 0; i < s->count; i++)
+		if (s->node[i].ev.policy[0] && (!ev || query_evictable(&s->node[i].ev)) &&
+		    !(ev && query_evictable(ev)))
+			ev = &s->node[i].ev;
+	fputs("{\"key\": ", out);
+	json_string(out, s->key);
+	fputs(", ", out);
+	json_state(out, &s->all, s->decided);
+	json_eviction(out, ev ? ev : &(struct eviction){ "", 0 });
+	fprintf(out, ", \"quorum\": %zu, \"nodes\": [", s->quorum);
+	for (size_t i = 0; i < s->count; i++) {
+		fputs(i ? ", {\"address\": " : "{\"address\": ", out);
+		json_string(out, s->node[i].address);
+		fprintf(out, ", \"reachable\": %s, ", s->node[i].st.answered ? "true" : "false");
+		if (s->node[i].st.answered) {
+			json_state(out, &s->node[i].st, true);
+			json_eviction(out, &s->node[i].ev);
+		} else {
+			fputs("\"error\": ", out);
+			json_string(out, s->node[i].st.error);
+		}
+		fputs("}", out);
+	}
+	fputs("]}\n", out);
+}
+
+/* "KEY is free (...)", "KEY is held by ... (...)", after prefix. */
+static void
+text_state(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken";
 
 	if (!st->held) {
 		if (st->fence >= 0)
 			snprintf(fence, sizeof(fence), "last fence %lld", st->fence);
-		fprintf(out, "%s is free (%s)\n", key, fence);
-	} else {
-		if (st->fence >= 0)
-			snprintf(fence, sizeof(fence), "fence %lld", st->fence);
-		lock_describe_holder(st->value, who, sizeof(who));
-		if (st->ttl >= 0)
-			fprintf(out, "%s is held by %s for another %s (%s)\n", key, who,
-				duration_format(st->ttl, left, sizeof(left)), fence);
-		else
-			fprintf(out, "%s is held by %s, with no expiry (%s)\n", key, who, fence);
+		fprintf(out, "%s%s is free (%s)\n", prefix, key, fence);
+		return;
 	}
-	if (query_evictable(ev))
-		fprintf(out, "warning: this server may evict locks under memory pressure "
-			     "(maxmemory-policy %s): set it to noeviction\n",
-			ev->policy);
+	if (st->fence >= 0)
+		snprintf(fence, sizeof(fence), "fence %lld", st->fence);
+	lock_describe_holder(st->value, who, sizeof(who));
+	if (st->ttl >= 0)
+		fprintf(out, "%s%s is held by %s for another %s (%s)\n", prefix, key, who,
+			duration_format(st->ttl, left, sizeof(left)), fence);
+	else
+		fprintf(out, "%s%s is held by %s, with no expiry (%s)\n", prefix, key, who, fence);
 }
 
-/* Reads the eviction settings from INFO memory; leaves ev empty when the server refuses it
- * (managed services and ACL users often may not run INFO). */
-static void
-ask_eviction(struct conn *c, struct eviction *ev)
+void
+query_print_text(FILE *out, const struct status *s)
 {
-	struct reply *r;
-	const char *text, *p;
+	char prefix[320];
 
-	memset(ev, 0, sizeof(*ev));
-	if (conn_call(c, &r, clock_now() + LOCK_IO_TIMEOUT, -1, 2, (const char *[]){ "INFO", "memory" },
-		      (size_t[]){ 4, 6 }) != CONN_OK)
-		return;
-	if (reply_type(r) == REPLY_STRING) {
-		text = reply_string(r, NULL);
-		if ((p = strstr(text, "\nmaxmemory_policy:")))
-			sscanf(p + 18, "%31[a-z-]", ev->policy);
-		if ((p = strstr(text, "\nmaxmemory:")))
-			ev->limit = atoll(p + 11);
+	if (s->decided)
+		text_state(out, "", s->key, &s->all);
+	for (size_t i = 0; s->count > 1 && i < s->count; i++) {
+		snprintf(prefix, sizeof(prefix), "  on %s: ", s->node[i].address);
+		if (s->node[i].st.answered)
+			text_state(out, prefix, s->key, &s->node[i].st);
+		else
+			fprintf(out, "%sno answer (%s)\n", prefix, s->node[i].st.error);
 	}
-	reply_free(r);
+	for (size_t i = 0; i < s->count; i++) {
+		if (!query_evictable(&s->node[i].ev))
+			continue;
+		if (s->count > 1)
+			fprintf(out,
+				"warning: %s may evict locks under memory pressure "
+				"(maxmemory-policy %s): set it to noeviction\n",
+				s->node[i].address, s->node[i].ev.policy);
+		else
+			fprintf(out,
+				"warning: this server may evict locks under memory pressure "
+				"(maxmemory-policy %s): set it to noeviction\n",
+				s->node[i].ev.policy);
+	}
+}
+
+/* Reads the eviction settings of every node that answered from INFO memory; leaves a node's
+ * empty when it refuses (managed services and ACL users often may not run INFO). */
+static void
+ask_eviction(struct nodes *ns, struct status *s)
+{
+	int64_t deadline = clock_now() + LOCK_IO_TIMEOUT;
+	struct answer a;
+
+	for (size_t i = 0; i < s->count; i++)
+		if (s->node[i].st.answered)
+			nodes_send(ns, i, 2, (const char *[]){ "INFO", "memory" },
+				   (size_t[]){ 4, 6 }, deadline);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+		struct eviction *ev = &s->node[a.node].ev;
+		const char *text, *p;
+		if (a.result != CONN_OK)
+			continue;
+		if (reply_type(a.reply) == REPLY_STRING) {
+			text = reply_string(a.reply, NULL);
+			if ((p = strstr(text, "\nmaxmemory_policy:")))
+				sscanf(p + 18, "%31[a-z-]", ev->policy);
+			if ((p = strstr(text, "\nmaxmemory:")))
+				ev->limit = atoll(p + 11);
+		}
+		reply_free(a.reply);
+	}
+	nodes_cancel(ns);
 }
 
 int
 query_status(const struct opts *o)
 {
 	struct lock l;
-	struct lock_state st;
-	struct conn *c;
+	struct lock_state node[NODES_MAX];
+	struct nodes *ns;
+	struct status *s = calloc(1, sizeof(*s));
+	bool any = false;
 	int status;
 
-	if (lock_init(&l, o->key, o->ttl) < 0 || !(c = conn_new(&o->url)))
+	if (!s || lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
 		msg_fatal(STATUS_OSERR, "cannot set up the query");
-	if (lock_query(&l, c, clock_now() + l.io_timeout, &st) < 0) {
+	s->key = o->key;
+	s->count = nodes_count(ns);
+	s->quorum = nodes_quorum(ns);
+	s->decided = lock_query(&l, ns, clock_now() + l.io_timeout, node, &s->all) == 0;
+	for (size_t i = 0; i < s->count; i++) {
+		s->node[i].address = nodes_address(ns, i);
+		s->node[i].st = node[i];
+		any = any || node[i].answered;
+	}
+	/* What the nodes that answered said is worth showing, even when it decides nothing. */
+	if (any) {
+		ask_eviction(ns, s);
+		if (o->json)
+			query_print_json(stdout, s);
+		else
+			query_print_text(stdout, s);
+	}
+	if (s->decided) {
+		status = s->all.held ? o->conflict_status : 0;
+	} else {
 		msg_error("%s", l.error);
 		status = STATUS_UNAVAILABLE;
-	} else {
-		struct eviction ev;
-		ask_eviction(c, &ev);
-		if (o->json)
-			query_print_json(stdout, o->key, &st, &ev);
-		else
-			query_print_text(stdout, o->key, &st, &ev);
-		status = st.held ? o->conflict_status : 0;
 	}
-	conn_free(c);
+	nodes_free(ns);
 	lock_free(&l);
+	free(s);
 	return status;
 }

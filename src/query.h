@@ -24,16 +24,31 @@ struct eviction {
 /* Whether locks on the server can be evicted: a limit and a policy that evicts. */
 bool query_evictable(const struct eviction *ev);
 
+/* What --status found: each node's view, and the quorum's. */
+struct status {
+	const char *key;
+	size_t count, quorum;
+	bool decided;          /* whether the quorum's view could be told */
+	struct lock_state all; /* the quorum's view, when decided */
+	struct {
+		const char *address;
+		struct lock_state st; /* st.answered, else st.error says why */
+		struct eviction ev;
+	} node[NODES_MAX];
+};
+
 /*
- * The JSON object of --status --json: {"key", "held", "host", "pid", "token", "ttl_ms",
- * "fence", "maxmemory_policy", "evictable"}, the holder's fields null when free, host and
- * pid null for a value redlock-run did not write, ttl_ms -1 for a key without expiry, fence
- * null for a lock never taken, the last two null when the server refused INFO.
+ * The JSON object of --status --json: {"key", "held", "host", "pid", "token", "ttl_ms", "fence",
+ * "maxmemory_policy", "evictable", "quorum", "nodes"}. The first fields are the quorum's view:
+ * the holder's fields null when free, host and pid null for a value redlock-run did not write,
+ * ttl_ms -1 for a key without expiry, fence null for a lock never taken, the eviction fields
+ * null when no server would answer INFO (or true when any may evict). "nodes" holds each
+ * node's view in the same fields, with its "address" and "reachable", or why it did not
+ * answer ("error"). "held" is null when the quorum's view cannot be told.
  */
-void query_print_json(FILE *out, const char *key, const struct lock_state *st,
-		      const struct eviction *ev);
-/* The sentence of --status, and a warning line when locks can be evicted. */
-void query_print_text(FILE *out, const char *key, const struct lock_state *st,
-		      const struct eviction *ev);
+void query_print_json(FILE *out, const struct status *s);
+/* The sentence of --status, with one line per node when there are several, and a warning line
+ * for each server that can evict locks. */
+void query_print_text(FILE *out, const struct status *s);
 
 #endif

@@ -80,9 +80,9 @@ kill_deadline(const struct state *st)
 static int64_t
 stop_lead(const struct supervision *s)
 {
-	return s->on_lost == ON_LOST_IGNORE ? 0
-					    : time_max(time_min(s->grace, s->lock->ttl / 3),
-						       KILL_ALLOWANCE);
+	return s->on_lost == ON_LOST_IGNORE
+		       ? 0
+		       : time_max(time_min(s->grace, s->lock->ttl / 3), KILL_ALLOWANCE);
 }
 
 /*
@@ -126,13 +126,16 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	switch (ev->type) {
 	case WATCHDOG_RENEWED:
 		st->renewed_at = ev->sent;
-		st->lease_end = lock_lease_deadline(s->lock, ev->sent);
+		st->lease_end = ev->lease_end;
 		if (st->failing)
 			msg_warn("renewed %s again", key);
 		else
 			msg_info("renewed %s%s%s%s", key, ev->detail[0] ? " (" : "", ev->detail,
 				 ev->detail[0] ? ")" : "");
 		st->failing = false;
+		return;
+	case WATCHDOG_NOTE:
+		msg_info("renewing %s: %s", key, ev->detail);
 		return;
 	case WATCHDOG_FAILED:
 		snprintf(st->last_error, sizeof(st->last_error), "%s", ev->detail);
@@ -278,7 +281,7 @@ supervise(const struct supervision *s)
 	struct state st = {
 		.sweep_end = TIME_NEVER,
 		.renewed_at = s->lock->acquired_at,
-		.lease_end = lock_lease_deadline(s->lock, s->lock->acquired_at),
+		.lease_end = s->lock->valid_until,
 		.max_hold_at =
 			s->max_hold ? time_add(s->lock->acquired_at, s->max_hold) : TIME_NEVER,
 		.kill_at = TIME_NEVER,
@@ -337,7 +340,7 @@ supervise(const struct supervision *s)
 	out.status = child_exit_status(st.wait_status, &out.signal);
 	out.forwarded = out.signal && sigismember(&st.forwarded, out.signal);
 	out.lost = st.lost;
-	out.renewed_at = st.renewed_at;
+	out.lease_end = st.lease_end;
 	if (st.lost) {
 		out.status = STATUS_LOST;
 		out.signal = 0;

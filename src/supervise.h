@@ -26,11 +26,11 @@ struct supervision {
 };
 
 struct outcome {
-	int status;     /* what redlock-run exits with */
-	int signal;     /* when non-zero, end by this signal instead (the command died of it) */
-	bool lost;      /* the lock was lost while the command ran */
-	bool forwarded; /* signal is one redlock-run passed on (so no terminal sent it) */
-	int64_t renewed_at; /* when the last renewal supervise heard of (or the acquire) was sent */
+	int status;        /* what redlock-run exits with */
+	int signal;        /* when non-zero, end by this signal instead (the command died of it) */
+	bool lost;         /* the lock was lost while the command ran */
+	bool forwarded;    /* signal is one redlock-run passed on (so no terminal sent it) */
+	int64_t lease_end; /* when the lease ended, or would have, as supervise last knew it */
 };
 
 /* Runs until the command has exited and nothing it left in its process group is running:

@@ -26,6 +26,10 @@ struct redis_url {
 };
 
 #define URL_DEFAULT "redis://127.0.0.1:6379"
+/* The most servers one lock may live on (a Redlock quorum), and what separates their URLs in
+ * one string. */
+#define URL_LIST_MAX 16
+#define URL_BLANKS " \t\n"
 #define URL_DEFAULT_PORT 6379
 
 /*

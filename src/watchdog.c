@@ -14,7 +14,9 @@
 
 struct watchdog {
 	struct lock lock; /* the watchdog's own copy: its error fields are written here */
-	struct conn *conn;
+	struct nodes *nodes;
+	int64_t round; /* when the renewal in flight was sent */
+	bool told;     /* whether the first renewal that resumed a TLS session was told */
 	pthread_t thread;
 	int events[2]; /* the thread writes, supervise reads */
 	int stop[2];   /* a byte, or our end closing, stops the thread */
@@ -24,9 +26,11 @@ struct watchdog {
 
 static void
 post(struct watchdog *w, enum watchdog_event_type type, enum lock_renewal how, int64_t sent,
-     const char *detail)
+     int64_t lease_end, const char *detail)
 {
-	struct watchdog_event ev = { .type = type, .how = how, .sent = sent };
+	struct watchdog_event ev = {
+		.type = type, .how = how, .sent = sent, .lease_end = lease_end
+	};
 
 	snprintf(ev.detail, sizeof(ev.detail), "%s", detail ? detail : "");
 	/* Smaller than PIPE_BUF, so it arrives whole; the pipe never fills, as supervise
@@ -34,6 +38,28 @@ post(struct watchdog *w, enum watchdog_event_type type, enum lock_renewal how, i
 	if (write(w->events[1], &ev, sizeof(ev)) < 0) {
 		/* Nothing to report it to. */
 	}
+}
+
+/* Whether any connection made resumed the first one's TLS session (said once, with -v): a
+ * renewal then skips a full handshake. */
+static bool
+resumed(struct watchdog *w)
+{
+	for (size_t i = 0; i < nodes_count(w->nodes) && !w->told; i++)
+		w->told = nodes_tls_resumed(w->nodes, i);
+	return w->told;
+}
+
+/* lock_renew's word that a quorum has renewed: supervise hears it at once, before the answers
+ * of the slower nodes. */
+static void
+renewed(void *arg, int64_t lease_end)
+{
+	struct watchdog *w = arg;
+	bool first = !w->told;
+
+	post(w, WATCHDOG_RENEWED, LOCK_RENEWED, w->round, lease_end,
+	     first && resumed(w) ? "TLS session resumed" : NULL);
 }
 
 static void *
@@ -44,11 +70,10 @@ run(void *arg)
 	const int64_t period = l->ttl / 3;
 	/* After a failure, try again soon rather than a whole period later. */
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
-	int64_t renewed = l->acquired_at, next = renewed + period;
-	bool told = false;
+	int64_t next = l->acquired_at + period;
 
 	for (;;) {
-		int64_t now, lease_end = lock_lease_deadline(l, renewed);
+		int64_t now, lease_end = nodes_lease_end(w->nodes);
 		enum lock_renewal r;
 
 		if (clock_sleep_until(next, w->stop[0]) < 0)
@@ -58,27 +83,25 @@ run(void *arg)
 		 * might say; supervise has acted on it already. */
 		if (now >= lease_end)
 			break;
-		r = lock_renew(l, w->conn, time_min(now + period, lease_end), w->stop[0]);
+		w->round = now;
+		r = lock_renew(l, w->nodes, time_min(now + period, lease_end), w->stop[0], renewed,
+			       w);
 		if (r == LOCK_RENEWED) {
-			renewed = now;
 			next = now + period;
-			/* Whether the connection it made resumed the first one's TLS session
-			 * (said once, with -v): a renewal then skips a full handshake. */
-			post(w, WATCHDOG_RENEWED, r, now,
-			     !told && (told = conn_tls_resumed(w->conn)) ? "TLS session resumed"
-									: NULL);
+			if (l->error[0])
+				post(w, WATCHDOG_NOTE, r, now, 0, l->error);
 		} else if (r == LOCK_RENEW_FAILED) {
 			next = clock_now() + retry;
-			post(w, WATCHDOG_FAILED, r, now, l->error);
+			post(w, WATCHDOG_FAILED, r, now, 0, l->error);
 		} else if (r == LOCK_RENEW_INTERRUPTED) {
 			break;
 		} else {
-			post(w, WATCHDOG_LOST, r, now, l->holder);
+			post(w, WATCHDOG_LOST, r, now, 0, l->holder);
 			break;
 		}
 	}
-	conn_free(w->conn);
-	w->conn = NULL;
+	nodes_free(w->nodes);
+	w->nodes = NULL;
 	return NULL;
 }
 
@@ -92,7 +115,7 @@ close_pair(int fds[2])
 }
 
 struct watchdog *
-watchdog_new(const struct lock *l, const struct conn *c)
+watchdog_new(const struct lock *l, const struct nodes *ns)
 {
 	struct watchdog *w = calloc(1, sizeof(*w));
 	int err;
@@ -102,11 +125,11 @@ watchdog_new(const struct lock *l, const struct conn *c)
 	w->lock = *l;
 	w->due = l->acquired_at + l->ttl / 3;
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
-	if ((w->conn = conn_new_like(c)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
+	if ((w->nodes = nodes_new_like(ns)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
 	    pipe2(w->stop, O_CLOEXEC) == 0)
 		return w;
 	err = errno;
-	conn_free(w->conn);
+	nodes_free(w->nodes);
 	close_pair(w->events);
 	close_pair(w->stop);
 	free(w);
@@ -175,7 +198,7 @@ watchdog_free(struct watchdog *w)
 	if (w->running)
 		pthread_join(w->thread, NULL);
 	else
-		conn_free(w->conn); /* the thread frees it when it ends */
+		nodes_free(w->nodes); /* the thread frees them when it ends */
 	close_pair(w->stop);
 	close_pair(w->events);
 	free(w);

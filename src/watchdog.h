@@ -15,7 +15,9 @@
 struct watchdog;
 
 enum watchdog_event_type {
-	WATCHDOG_RENEWED, /* sent: when the renewing request went out; detail: a note, or "" */
+	WATCHDOG_RENEWED, /* sent: when the renewing requests went out; lease_end: when the lease
+			   * now ends on a quorum; detail: a note, or "" */
+	WATCHDOG_NOTE,    /* detail: what a minority of nodes did (a node that did not answer) */
 	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
 	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any */
 };
@@ -24,14 +26,14 @@ struct watchdog_event {
 	enum watchdog_event_type type;
 	enum lock_renewal how;
 	int64_t sent;
+	int64_t lease_end;
 	char detail[512]; /* the size of lock.error */
 };
 
-/* A watchdog for the lock l (already acquired through c), which it copies; it will use a
- * connection of its own to c's server. No thread runs yet, so a command that ends before
- * its first renewal is due never pays for one. NULL with errno set when out of
- * resources. */
-struct watchdog *watchdog_new(const struct lock *l, const struct conn *c);
+/* A watchdog for the lock l (already acquired on ns), which it copies; it will use connections
+ * of its own to the same nodes. No thread runs yet, so a command that ends before its first
+ * renewal is due never pays for one. NULL with errno set when out of resources. */
+struct watchdog *watchdog_new(const struct lock *l, const struct nodes *ns);
 
 /* When the thread must be running to make the first renewal (TTL/3 after the lock was
  * taken): TIME_NEVER once watchdog_start was called. */

@@ -141,7 +141,8 @@ eviction_fields() {
 @test "--status --json: one object with stable fields, that python3 -m json.tool parses" {
 	run "$RR" --status --json job
 	assert_success
-	assert_output "{\"key\": \"job\", \"held\": false, \"host\": null, \"pid\": null, \"token\": null, \"ttl_ms\": null, \"fence\": null, $(eviction_fields)}"
+	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null'
+	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields)}]}"
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
@@ -158,7 +159,7 @@ print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"],
 	rcli set 'we"ird' $'by\thand\xff' >/dev/null
 	run "$RR" --status --json 'we"ird'
 	echo "$output" | python3 -m json.tool >/dev/null
-	assert_output "{\"key\": \"we\\\"ird\", \"held\": true, \"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"fence\": null, $(eviction_fields)}"
+	assert_output --partial "{\"key\": \"we\\\"ird\", \"held\": true, \"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"fence\": null, $(eviction_fields), \"quorum\": 1, \"nodes\": ["
 }
 
 @test "--status refuses a COMMAND, and --json needs --status" {

@@ -30,7 +30,8 @@ count_call(void *arg)
 /* Releases l on c at `at`, noting first how many waiters are registered. */
 struct release_later {
 	struct lock *l;
-	struct conn *c, *admin;
+	struct nodes *n;
+	struct conn *admin;
 	int64_t at;
 	char waiters[16];
 };
@@ -43,7 +44,7 @@ release_later(void *arg)
 	clock_sleep_until(r->at, -1);
 	snprintf(r->waiters, sizeof(r->waiters), "%s",
 		 redis_fixture_call(r->admin, "ZCARD", "{job}:waiting", NULL));
-	lock_release(r->l, r->c, clock_now() + NS_PER_S, -1);
+	lock_release(r->l, r->n, clock_now() + NS_PER_S, -1);
 	return NULL;
 }
 
@@ -63,7 +64,9 @@ int
 main(void)
 {
 	struct lock a, b;
-	struct conn *ca, *cb, *admin;
+	struct nodes *ca, *cb;
+	struct conn *admin;
+	struct lock_state node[1];
 	char pttl[32];
 	int intr[2];
 	int64_t t0;
@@ -77,8 +80,8 @@ main(void)
 
 	redis_fixture_start(&server, NULL);
 	url = (struct redis_url){ .scheme = URL_UNIX, .path = server.socket };
-	ca = conn_new(&url);
-	cb = conn_new(&url);
+	ca = nodes_new(&url, 1);
+	cb = nodes_new(&url, 1);
 	admin = conn_new(&url);
 
 	/* The token: "<uuid>:<host>:<pid>", fresh each time. */
@@ -98,7 +101,7 @@ main(void)
 
 	/* Who holds it, asked without touching it. */
 	struct lock_state st;
-	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, &st), 0);
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, node, &st), 0);
 	CHECK(!st.held);
 	CHECK_INT(st.fence, -1);
 
@@ -113,7 +116,7 @@ main(void)
 	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
 	CHECK(atoi(pttl) > 9000 && atoi(pttl) <= 10000);
 
-	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, &st), 0);
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, node, &st), 0);
 	CHECK(st.held);
 	CHECK_STR(st.value, a.value);
 	CHECK(st.ttl > 9 * NS_PER_S && st.ttl <= 10 * NS_PER_S);
@@ -147,18 +150,18 @@ main(void)
 
 	/* Renewing: only the owner's value is extended, and loss is told apart. */
 	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "3000", NULL), "1");
-	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RENEWED);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
 	CHECK(atoi(redis_fixture_call(admin, "PTTL", "job", NULL)) > 9000);
-	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1), LOCK_TAKEN);
+	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_TAKEN);
 	CHECK_STR(b.holder, a.value);
 	CHECK_STR(redis_fixture_call(admin, "DEL", "job", NULL), "1");
-	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_GONE);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_GONE);
 	CHECK_STR(redis_fixture_call(admin, "EXISTS", "job", NULL), "0"); /* never re-created */
 	CHECK_STR(redis_fixture_call(admin, "SET", "job", "someone-else", NULL), "OK");
-	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_TAKEN);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_TAKEN);
 	CHECK_STR(a.holder, "someone-else");
 	CHECK_STR(redis_fixture_call(admin, "FLUSHALL", NULL), "OK");
-	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1), LOCK_GONE_WITH_DATA);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_GONE_WITH_DATA);
 
 	/* Releasing: only the owner's value is deleted. The fence keeps growing. */
 	CHECK_INT(lock_acquire(&a, ca, 0, -1, NULL, NULL), LOCK_ACQUIRED);
@@ -227,8 +230,7 @@ main(void)
 	lock_free(&a);
 	CHECK_INT(lock_init(&a, "frozen", 10 * NS_PER_S), 0);
 	a.io_timeout = 150 * NS_PER_MS;
-	conn_close(ca);
-	CHECK_INT(conn_open(ca, clock_now() + NS_PER_S, -1), CONN_OK);
+	CHECK_INT(lock_query(&a, ca, clock_now() + NS_PER_S, node, &st), 0); /* connected */
 	redis_fixture_freeze(&server);
 	struct thaw_later when = { clock_now() + 500 * NS_PER_MS };
 	pthread_t thawer;
@@ -252,8 +254,8 @@ main(void)
 
 	lock_free(&a);
 	lock_free(&b);
-	conn_free(ca);
-	conn_free(cb);
+	nodes_free(ca);
+	nodes_free(cb);
 	conn_free(admin);
 	redis_fixture_stop(&server);
 	return check_done("lock");

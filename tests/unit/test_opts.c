@@ -59,9 +59,9 @@ main(void)
 	CHECK_INT(o.grace, 5 * NS_PER_S);
 	CHECK_INT(o.max_hold, 0);
 	CHECK_INT(o.verbosity, MSG_NORMAL);
-	CHECK_INT(o.url.scheme, URL_TCP);
-	CHECK_STR(o.url.host, "127.0.0.1");
-	CHECK_INT(o.url.port, 6379);
+	CHECK_INT(o.urls[0].scheme, URL_TCP);
+	CHECK_STR(o.urls[0].host, "127.0.0.1");
+	CHECK_INT(o.urls[0].port, 6379);
 	DONE();
 
 	/* Parsing stops at KEY: what follows belongs to COMMAND. */
@@ -231,15 +231,15 @@ main(void)
 	/* Where Redis is: -r, else REDLOCK_URL, else the default; passwords from
 	 * REDLOCK_PASSWORD unless the URL has one. */
 	CHECK_INT(PARSE("-r", "unix:///tmp/x.sock", "k", "true"), OPTS_RUN);
-	CHECK_STR(o.url.path, "/tmp/x.sock");
+	CHECK_STR(o.urls[0].path, "/tmp/x.sock");
 	DONE();
 	setenv("REDLOCK_URL", "redis://envhost:7000/4", 1);
 	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
-	CHECK_STR(o.url.host, "envhost");
-	CHECK_INT(o.url.db, 4);
+	CHECK_STR(o.urls[0].host, "envhost");
+	CHECK_INT(o.urls[0].db, 4);
 	DONE();
 	CHECK_INT(PARSE("--redis", "redis://cli-host", "k", "true"), OPTS_RUN);
-	CHECK_STR(o.url.host, "cli-host");
+	CHECK_STR(o.urls[0].host, "cli-host");
 	DONE();
 	setenv("REDLOCK_URL", "redis://envhost:0", 1);
 	REFUSED("invalid Redis URL in REDLOCK_URL: the port must be", "k", "true");
@@ -248,15 +248,15 @@ main(void)
 	REFUSED("invalid Redis URL: the db must be a number", "-r", "redis://h:1/0x", "k", "true");
 	setenv("REDLOCK_PASSWORD", "from-env", 1);
 	CHECK_INT(PARSE("-r", "redis://alice@h", "k", "true"), OPTS_RUN);
-	CHECK_STR(o.url.user, "alice");
-	CHECK_STR(o.url.password, "from-env");
+	CHECK_STR(o.urls[0].user, "alice");
+	CHECK_STR(o.urls[0].password, "from-env");
 	DONE();
 	CHECK_INT(PARSE("-r", "redis://:in-url@h", "k", "true"), OPTS_RUN);
-	CHECK_STR(o.url.password, "in-url");
+	CHECK_STR(o.urls[0].password, "in-url");
 	DONE();
 	setenv("REDLOCK_PASSWORD", "", 1);
 	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
-	CHECK(o.url.password == NULL);
+	CHECK(o.urls[0].password == NULL);
 	DONE();
 
 	return check_done("opts");

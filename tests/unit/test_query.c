@@ -1,5 +1,6 @@
 /* query: --status said in words and as JSON, for every state a lock can be in. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "clock.h"
@@ -10,16 +11,29 @@ static const struct eviction unknown = { "", 0 };
 static const struct eviction safe = { "noeviction", 1 << 30 };
 static const struct eviction evicting = { "volatile-lru", 1 << 30 };
 
-/* What print writes for key and st, on a server that says ev. */
+/* What print writes for key and st, found on one server that says ev. */
 static const char *
-printed(void (*print)(FILE *, const char *, const struct lock_state *, const struct eviction *),
-	const char *key, const struct lock_state *st, const struct eviction *ev)
+printed(void (*print)(FILE *, const struct status *), const char *key, const struct lock_state *st,
+	const struct eviction *ev)
 {
-	static char out[2048];
+	static char out[4096];
+	static struct status s;
 	FILE *f = fmemopen(out, sizeof(out), "w");
 
-	print(f, key, st, ev);
+	memset(&s, 0, sizeof(s));
+	s.key = key;
+	s.count = s.quorum = 1;
+	s.decided = true;
+	s.all = *st;
+	s.node[0].address = "/run/redis.sock";
+	s.node[0].st = *st;
+	s.node[0].st.answered = true;
+	s.node[0].ev = *ev;
+	print(f, &s);
 	fclose(f);
+	/* The quorum's view comes first; the one node's is the same. */
+	if (print == query_print_json)
+		*strstr(out, ", \"quorum\": 1, \"nodes\": [") = '\0';
 	return out;
 }
 
@@ -44,24 +58,25 @@ main(void)
 	CHECK_STR(as_text("job", &by_hand), "job is held by x\"y\\z\\x09tab\\x01\\xff\\xc3\\xa9, "
 					    "with no expiry (never taken)\n");
 
-	CHECK_STR(as_json("job", &never), "{\"key\": \"job\", \"held\": false, \"host\": null, "
-					  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-					  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null}\n");
+	CHECK_STR(as_json("job", &never),
+		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
+		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
+		  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null");
 	CHECK_STR(as_json("job", &free_now), "{\"key\": \"job\", \"held\": false, \"host\": null, "
 					     "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
 					     "\"fence\": 17, \"maxmemory_policy\": null, "
-					     "\"evictable\": null}\n");
+					     "\"evictable\": null");
 	CHECK_STR(as_json("deploy:prod", &held),
 		  "{\"key\": \"deploy:prod\", \"held\": true, \"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
 		  "\"ttl_ms\": 12300, \"fence\": 18, \"maxmemory_policy\": null, "
-		  "\"evictable\": null}\n");
+		  "\"evictable\": null");
 	/* quotes and backslashes escaped, control characters as \u, a stray byte as U+FFFD,
 	 * valid UTF-8 (é) kept */
 	CHECK_STR(as_json("k\"1", &by_hand),
 		  "{\"key\": \"k\\\"1\", \"held\": true, \"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null}\n");
+		  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null");
 	/* truncated and overlong sequences are not UTF-8 either */
 	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1 };
 	snprintf(bad.value, sizeof(bad.value), "\xe2\x82|\xc0\xaf|\xf0\x9f\x98\x80");
@@ -76,9 +91,55 @@ main(void)
 	CHECK_STR(printed(query_print_text, "job", &never, &evicting),
 		  "job is free (never taken)\nwarning: this server may evict locks under memory "
 		  "pressure (maxmemory-policy volatile-lru): set it to noeviction\n");
-	CHECK(strstr(printed(query_print_json, "job", &never, &evicting),
-		     "\"fence\": null, \"maxmemory_policy\": \"volatile-lru\", \"evictable\": true}\n"));
+	CHECK(strstr(
+		printed(query_print_json, "job", &never, &evicting),
+		"\"fence\": null, \"maxmemory_policy\": \"volatile-lru\", \"evictable\": true"));
 	CHECK(strstr(printed(query_print_json, "job", &never, &safe),
-		     "\"maxmemory_policy\": \"noeviction\", \"evictable\": false}\n"));
+		     "\"maxmemory_policy\": \"noeviction\", \"evictable\": false"));
+
+	/* Three nodes, one of them down: the quorum's view, then each node's. */
+	static struct status three;
+	char out[4096];
+	FILE *f;
+	three.key = "job";
+	three.count = 3;
+	three.quorum = 2;
+	three.decided = true;
+	three.all = held;
+	const char *addresses[] = { "10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379" };
+	for (size_t i = 0; i < 3; i++) {
+		three.node[i].address = addresses[i];
+		three.node[i].st = held;
+		three.node[i].st.answered = i != 2;
+		three.node[i].ev = safe;
+	}
+	three.node[1].ev = evicting;
+	snprintf(three.node[2].st.error, sizeof(three.node[2].st.error),
+		 "cannot connect to 10.0.0.3:6379: connection refused");
+	f = fmemopen(out, sizeof(out), "w");
+	query_print_text(f, &three);
+	fclose(f);
+	CHECK_STR(out,
+		  "job is held by web-3:4242 for another 12.3s (fence 18)\n"
+		  "  on 10.0.0.1:6379: job is held by web-3:4242 for another 12.3s (fence 18)\n"
+		  "  on 10.0.0.2:6379: job is held by web-3:4242 for another 12.3s (fence 18)\n"
+		  "  on 10.0.0.3:6379: no answer (cannot connect to 10.0.0.3:6379: connection "
+		  "refused)\n"
+		  "warning: 10.0.0.2:6379 may evict locks under memory pressure "
+		  "(maxmemory-policy volatile-lru): set it to noeviction\n");
+	f = fmemopen(out, sizeof(out), "w");
+	query_print_json(f, &three);
+	fclose(f);
+	CHECK(strstr(out, "\"fence\": 18, \"maxmemory_policy\": \"volatile-lru\", "
+			  "\"evictable\": true, \"quorum\": 2, \"nodes\": [{\"address\": "
+			  "\"10.0.0.1:6379\", \"reachable\": true, \"held\": true,") != NULL);
+	CHECK(strstr(out, "{\"address\": \"10.0.0.3:6379\", \"reachable\": false, \"error\": "
+			  "\"cannot connect to 10.0.0.3:6379: connection refused\"}]}\n") != NULL);
+	/* Undecided: "held" is null. */
+	three.decided = false;
+	f = fmemopen(out, sizeof(out), "w");
+	query_print_json(f, &three);
+	fclose(f);
+	CHECK(strncmp(out, "{\"key\": \"job\", \"held\": null,", 28) == 0);
 	return check_done("query");
 }

@@ -33,14 +33,15 @@ main(void)
 	struct redis_fixture server;
 	struct redis_url url;
 	struct lock l;
-	struct conn *c, *admin;
+	struct nodes *c;
+	struct conn *admin;
 	struct watchdog *w;
 	struct watchdog_event ev;
 	int64_t t0;
 
 	redis_fixture_start(&server, NULL);
 	url = (struct redis_url){ .scheme = URL_UNIX, .path = server.socket };
-	c = conn_new(&url);
+	c = nodes_new(&url, 1);
 	admin = conn_new(&url);
 	CHECK_INT(lock_init(&l, "job", 600 * NS_PER_MS), 0);
 	CHECK_INT(lock_acquire(&l, c, 0, -1, NULL, NULL), LOCK_ACQUIRED);
@@ -52,9 +53,12 @@ main(void)
 	CHECK_INT(watchdog_start(w), 0);
 	CHECK_INT(watchdog_due(w), TIME_NEVER);
 
-	/* Renewals every TTL/3, each reported with when it was sent. */
+	/* Renewals every TTL/3, each reported with when it was sent and the lease's new end. */
 	CHECK_INT(next_event(w, &ev, clock_now() + NS_PER_S), WATCHDOG_RENEWED);
 	CHECK(ev.sent >= l.acquired_at + 200 * NS_PER_MS);
+	/* (the request went out once the watchdog's own connection was open) */
+	CHECK(ev.lease_end >= lock_lease_deadline(&l, ev.sent));
+	CHECK(ev.lease_end <= lock_lease_deadline(&l, clock_now()));
 	t0 = ev.sent;
 	CHECK_INT(next_event(w, &ev, clock_now() + NS_PER_S), WATCHDOG_RENEWED);
 	CHECK(ev.sent - t0 >= 190 * NS_PER_MS && ev.sent - t0 < 400 * NS_PER_MS);
@@ -87,7 +91,7 @@ main(void)
 	watchdog_free(w);
 
 	lock_free(&l);
-	conn_free(c);
+	nodes_free(c);
 	conn_free(admin);
 	redis_fixture_stop(&server);
 	return check_done("watchdog");

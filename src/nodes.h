@@ -1,0 +1,102 @@
+/*
+ * The nodes a lock lives on, and which connection a request goes to: one Redis server, or a
+ * Redlock quorum of N independent ones that must agree, ⌊N/2⌋+1 of them. A request goes to
+ * every node at once, and the answers come back one by one from one poll loop, as they
+ * arrive. The quorum's arithmetic is kept here too, so that the protocol (lock.c) states its
+ * rules once, whatever the number of nodes: one server is a quorum of one.
+ *
+ * Like a connection, a set of nodes belongs to one thread.
+ */
+#ifndef REDLOCK_NODES_H
+#define REDLOCK_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "url.h"
+
+/* The most servers one lock may live on. */
+#define NODES_MAX URL_LIST_MAX
+
+struct nodes;
+
+/* Closed connections to the n servers of urls, which must outlive them. NULL when out of
+ * memory. */
+struct nodes *nodes_new(const struct redis_url *urls, size_t n);
+/* Another set of connections to the same servers, which knows what each node holds for us
+ * (see nodes_hold) and tries the addresses they last connected to first. */
+struct nodes *nodes_new_like(const struct nodes *ns);
+void nodes_free(struct nodes *ns);
+
+size_t nodes_count(const struct nodes *ns);
+size_t nodes_quorum(const struct nodes *ns);
+/* "127.0.0.1:6379", for messages. */
+const char *nodes_address(const struct nodes *ns, size_t i);
+
+/*
+ * Sends a command to node i, (re)opening its connection first when it is closed, or stuck on
+ * an answer that is overdue. Its answer is due by deadline; nodes_next hands it out, or says
+ * what went wrong.
+ */
+void nodes_send(struct nodes *ns, size_t i, int argc, const char **argv, const size_t *lens,
+		int64_t deadline);
+
+/* When node i's request went out (its connection may have opened after it was sent). */
+int64_t nodes_sent(const struct nodes *ns, size_t i);
+
+struct answer {
+	size_t node;
+	enum conn_result result; /* CONN_OK with reply (the caller's to free), or how the node
+				  * failed: its connection is closed, nodes_error says why */
+	struct reply *reply;
+	bool maybe_landed; /* on failure: the request may have reached the server */
+};
+
+/*
+ * The next answer from any node with a request outstanding: CONN_OK with *a filled in. A node
+ * whose deadline passes is an answer too (CONN_TIMEOUT in a->result). Otherwise CONN_TIMEOUT
+ * at deadline, CONN_INTERRUPTED when intr_fd (-1 for none) is readable, CONN_FAILED when no
+ * request is outstanding.
+ */
+enum conn_result nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a);
+
+/* Whether node i still owes an answer. */
+bool nodes_outstanding(const struct nodes *ns, size_t i);
+/* The answers still outstanding are not waited for: they are dropped as they come. */
+void nodes_forget(struct nodes *ns);
+/* The requests still outstanding are taken back: their connections are closed (the only way
+ * to take back a blocked request). */
+void nodes_cancel(struct nodes *ns);
+/* Closes node i's connection and has it resolve its name again (see conn_reset). */
+void nodes_reset(struct nodes *ns, size_t i);
+const char *nodes_error(const struct nodes *ns, size_t i);
+/* Whether node i's connection resumed an earlier TLS session. */
+bool nodes_tls_resumed(const struct nodes *ns, size_t i);
+
+/* What each node holds for us: our lease there ends at until (our clock), or there is none. */
+void nodes_hold(struct nodes *ns, size_t i, int64_t until);
+void nodes_drop(struct nodes *ns, size_t i);
+bool nodes_holds(const struct nodes *ns, size_t i);
+/* When our lease ends on a quorum: the quorum-th latest of the nodes' ends; 0 (long past)
+ * when fewer than a quorum hold it. */
+int64_t nodes_lease_end(const struct nodes *ns);
+
+enum verdict {
+	VERDICT_OPEN, /* not decided yet */
+	VERDICT_YES,  /* a quorum said yes */
+	VERDICT_NO,   /* so many said no that a quorum can no longer say yes */
+};
+
+enum verdict nodes_verdict(const struct nodes *ns, size_t yes, size_t no);
+
+/* Of n times, one from each node that said yes: the quorum-th latest, until which a quorum
+ * agrees; 0 when fewer than a quorum said yes. */
+int64_t nodes_quorum_until(const struct nodes *ns, const int64_t *until, size_t n);
+
+/* Of n times, one from each node found held by others: when enough of them will have run out
+ * for a quorum to be free, at the latest; TIME_NEVER if never. */
+int64_t nodes_free_at(const struct nodes *ns, const int64_t *until, size_t n);
+
+#endif
