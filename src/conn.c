@@ -527,8 +527,7 @@ next_address(struct conn *c, int64_t now)
 
 	c->trying_last = false;
 	c->until = c->open_deadline;
-	switch (c->next) {
-	case FROM_LAST:
+	if (c->next == FROM_LAST) {
 		c->next = FROM_LITERAL;
 		if (c->last_len > 0) {
 			memcpy(&c->try, &c->last, c->last_len);
@@ -537,8 +536,8 @@ next_address(struct conn *c, int64_t now)
 			c->until = now + (c->open_deadline - now) / 2;
 			return 1;
 		}
-		/* fall through */
-	case FROM_LITERAL:
+	}
+	if (c->next == FROM_LITERAL) {
 		c->next = FROM_NOWHERE;
 		if (inet_pton(AF_INET, c->url->host, &in4.sin_addr) == 1) {
 			memcpy(&c->try, &in4, sizeof(in4));
@@ -561,22 +560,17 @@ next_address(struct conn *c, int64_t now)
 		}
 		c->next_resolved = c->resolved;
 		c->next = FROM_RESOLVER;
-		/* fall through */
-	case FROM_RESOLVER:
-		for (; c->next_resolved; c->next_resolved = c->next_resolved->ai_next) {
-			struct addrinfo *ai = c->next_resolved;
-			if (ai->ai_addrlen > sizeof(c->try))
-				continue;
-			memcpy(&c->try, ai->ai_addr, ai->ai_addrlen);
-			c->try_len = ai->ai_addrlen;
-			c->next_resolved = ai->ai_next;
-			return 1;
-		}
-		c->next = FROM_NOWHERE;
-		return 0;
-	case FROM_NOWHERE:
-		break;
 	}
+	while (c->next == FROM_RESOLVER && c->next_resolved) {
+		struct addrinfo *ai = c->next_resolved;
+		c->next_resolved = ai->ai_next;
+		if (ai->ai_addrlen > sizeof(c->try))
+			continue;
+		memcpy(&c->try, ai->ai_addr, ai->ai_addrlen);
+		c->try_len = ai->ai_addrlen;
+		return 1;
+	}
+	c->next = FROM_NOWHERE;
 	return 0;
 }
 
