@@ -82,10 +82,27 @@ class Bench:
                 times[kind].append(ns)
         return {k: statistics.median(v) for k, v in times.items()}
 
-    def contended(self, tool, workers, iterations, work_us):
+    def over_quorum(self, runs):
+        """Median of `redlock-run KEY -- true` on one server and on a quorum of three,
+        interleaved."""
+        times = {"one": [], "three": []}
+        true = shutil.which("true")
+        quorum_env = dict(self.env, REDLOCK_URL=self.args.quorum_urls)
+        for i in range(runs):
+            order = ("one", "three") if i % 2 == 0 else ("three", "one")
+            for kind in order:
+                env = quorum_env if kind == "three" else self.env
+                ns, status = run_timed(self.lock_argv("redlock-run", "quorum", [true]), env)
+                self.check(f"redlock-run on {kind} server(s)", status)
+                times[kind].append(ns)
+        return {k: statistics.median(v) for k, v in times.items()}
+
+    def contended(self, tool, workers, iterations, work_us, env=None, label=None):
         """workers x iterations critical sections through one lock."""
-        counter = os.path.join(self.tmp, f"{tool}.counter")
-        log = os.path.join(self.tmp, f"{tool}.log")
+        label = label or tool
+        env = env or self.env
+        counter = os.path.join(self.tmp, f"{label}.counter")
+        log = os.path.join(self.tmp, f"{label}.log")
         for path in (counter, log):
             if os.path.exists(path):
                 os.unlink(path)
@@ -93,8 +110,8 @@ class Bench:
 
         def worker():
             for _ in range(iterations):
-                _, status = run_timed(argv, self.env)
-                self.check(tool, status)
+                _, status = run_timed(argv, env)
+                self.check(label, status)
 
         threads = [threading.Thread(target=worker) for _ in range(workers)]
         start = time.perf_counter_ns()
@@ -110,7 +127,7 @@ class Bench:
         gaps = [b[0] - a[1] for a, b in zip(sections, sections[1:])]
         overlaps = sum(1 for g in gaps if g < 0)
         if overlaps:
-            self.failures.append(f"{tool}: {overlaps} critical sections overlapped")
+            self.failures.append(f"{label}: {overlaps} critical sections overlapped")
         return {
             "per_second": len(sections) / (wall / 1e9),
             "gap_median": statistics.median(gaps) if gaps else 0,
@@ -118,17 +135,20 @@ class Bench:
             "count": count,
         }
 
-    def redis(self, *args):
-        out = subprocess.run(["redis-cli", "-u", self.url] + list(args),
+    def redis(self, *args, url=None):
+        out = subprocess.run(["redis-cli", "-u", url or self.url] + list(args),
                              capture_output=True, text=True, check=True)
         return out.stdout
 
-    def commandstats(self):
+    def commandstats(self, urls=None):
+        """Calls per command since the last RESETSTAT, summed over the servers."""
         stats = {}
-        for line in self.redis("INFO", "commandstats").splitlines():
-            if line.startswith("cmdstat_"):
-                name, fields = line[len("cmdstat_"):].split(":", 1)
-                stats[name] = int(dict(f.split("=") for f in fields.split(","))["calls"])
+        for url in urls or [self.url]:
+            for line in self.redis("INFO", "commandstats", url=url).splitlines():
+                if line.startswith("cmdstat_"):
+                    name, fields = line[len("cmdstat_"):].split(":", 1)
+                    calls = int(dict(f.split("=") for f in fields.split(","))["calls"])
+                    stats[name] = stats.get(name, 0) + calls
         return stats
 
     def peak_rss(self, tool):
@@ -150,6 +170,8 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--tls-url", help="the same server over rediss://, if there is one")
     parser.add_argument("--cacert", help="the CA of the --tls-url server")
+    parser.add_argument("--quorum-urls",
+                        help="three servers, separated by spaces, the first --url: a quorum")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs, to check that the bench works, not its figures")
     args = parser.parse_args()
@@ -174,6 +196,19 @@ def main():
     if args.tls_url:
         bench.over_tls(1)
         tls = bench.over_tls(runs)
+    quorum = None
+    if args.quorum_urls:
+        urls = args.quorum_urls.split()
+        bench.over_quorum(1)
+        quorum = bench.over_quorum(runs)
+        one_c = bench.contended("redlock-run", workers, iterations, work_us, label="one")
+        for url in urls:
+            bench.redis("CONFIG", "RESETSTAT", url=url)
+        three_c = bench.contended("redlock-run", workers, iterations, work_us,
+                                  env=dict(bench.env, REDLOCK_URL=args.quorum_urls),
+                                  label="three")
+        three_stats = bench.commandstats(urls)
+        three_sent = sum(three_stats.get(name, 0) for name in ("evalsha", "eval", "blpop"))
 
     def verdict(ok):
         return "" if args.quick else ("met" if ok else "**missed**")
@@ -214,11 +249,23 @@ def main():
               f"{tls['tls'] / fu[0]:.2f}× | | |")
         print(f"| rediss:// / redis://, interleaved in the same run | | "
               f"{tls['tls'] / tls['plain']:.2f}× | | | |")
+    if quorum:
+        ratio_q = quorum["three"] / quorum["one"]
+        ratio_qc = three_c["per_second"] / one_c["per_second"]
+        print(f"| `LOCK KEY -- true` on 3 servers, median of {runs} | | {ms(quorum['three'])} | "
+              f"{ratio_q:.2f}× one server | ≤ 1.2× | {verdict(ratio_q <= 1.2)} |")
+        print(f"| {workers} workers × {iterations} on 3 servers: sections/s | | "
+              f"{three_c['per_second']:.0f} | {ratio_qc:.0%} of one server "
+              f"({one_c['per_second']:.0f}) | ≥ 70% | {verdict(ratio_qc >= 0.7)} |")
+        print(f"| Redis commands per section on 3 servers (all servers) | | "
+              f"{three_sent / sections:.2f} | {three_sent / sections / per_section:.2f}× one "
+              f"server | | |")
     print()
     print("Commands sent in the contended run: " +
           ", ".join(f"{name.upper()} {n}" for name, n in sent.items() if n) + ".")
 
-    if flock_c["count"] != sections or redlock_c["count"] != sections:
+    if flock_c["count"] != sections or redlock_c["count"] != sections or (
+            quorum and (one_c["count"] != sections or three_c["count"] != sections)):
         bench.failures.append("a counter is off: increments were lost")
     for failure in bench.failures:
         print(f"bench: {failure}", file=sys.stderr)

@@ -20,7 +20,10 @@ fi
 
 dir=$(mktemp -d /tmp/redlock-bench.XXXXXX)
 cleanup() {
-	[ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null
+	local pid
+	for pid in "$dir"/*.pid; do
+		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+	done
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -47,8 +50,26 @@ for _ in $(seq 10); do
 done
 redis-cli -p "$port" ping >/dev/null
 
+# Two more servers, for the rows of a quorum of three.
+quorum="redis://127.0.0.1:$port"
+for n in 2 3; do
+	for _ in $(seq 10); do
+		p=$((20000 + RANDOM % 40000))
+		mkdir -p "$dir/q$n"
+		redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+			--dir "$dir/q$n" --pidfile "$dir/q$n.pid" --logfile "$dir/q$n/redis.log" 3>&- ||
+			continue
+		for _ in $(seq 100); do
+			redis-cli -p "$p" ping >/dev/null 2>&1 && break 2
+			sleep 0.05
+		done
+	done
+	redis-cli -p "$p" ping >/dev/null
+	quorum+=" redis://127.0.0.1:$p"
+done
+
 tls_args=()
 ((${#tls[@]} == 0)) ||
 	tls_args=(--tls-url "rediss://localhost:$((port + 1))" --cacert "$dir/certs/ca.crt")
 python3 scripts/bench.py --redlock-run "$REDLOCK_RUN" --critical "$BENCH_CRITICAL" \
-	--url "redis://127.0.0.1:$port" "${tls_args[@]}" "${quick[@]}"
+	--url "redis://127.0.0.1:$port" --quorum-urls "$quorum" "${tls_args[@]}" "${quick[@]}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# scripts/bench.sh still works (issue 4): its quick mode runs both tools and prints the
-# table. The figures are the bench's business, never a test's.
+# scripts/bench.sh still works (issues 4 and 9): its quick mode runs both tools, and one
+# server against three, and prints the table. The figures are the bench's business, never a
+# test's.
 
 bats_require_minimum_version 1.5.0
 # The time limit is read before a test starts: set inside one, it would not count.
@@ -19,4 +20,7 @@ load helpers
 	assert_line --regexp '^\| shared counter after 40 sections \| 40 \| 40 \|'
 	assert_line --regexp '^\| Redis commands sent per section \| \| [0-9.]+ \|'
 	assert_line --regexp '^Commands sent in the contended run: EVALSHA [0-9]+, BLPOP [0-9]+\.$'
+	# and a quorum of three, as ratios to one server in the same run
+	assert_line --regexp '^\| `LOCK KEY -- true` on 3 servers, median of 20 \| \| [0-9.]+ ms \| [0-9.]+× one server \|'
+	assert_line --regexp '^\| 4 workers × 10 on 3 servers: sections/s \| \| [0-9]+ \| [0-9]+% of one server'
 }
