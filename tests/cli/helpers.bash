@@ -192,3 +192,60 @@ main_server_reset() {
 	rcli flushall >/dev/null
 	dir=$BATS_TEST_TMPDIR
 }
+
+# redis_restart_empty NAME: stops server NAME (started by redis_start_tcp) and starts it again
+# on the same port, without its data: a restart without persistence.
+redis_restart_empty() {
+	local name=$1 dir port
+	dir=$(redis_dir "$name")
+	port=$(redis_port "$name")
+	redis_stop "$name"
+	redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+		--dir "$dir" --save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&-
+	wait_until 5 redis_answers "$name"
+}
+
+# A Redlock quorum of independent masters, for the scenarios of several servers.
+# quorum_start N: servers q1..qN on free loopback ports (node_url I is qI's URL), and
+# REDLOCK_URL naming them all, separated by spaces. quorum_stop stops them, frozen or not.
+quorum_start() {
+	local i nodes=()
+	for ((i = 1; i <= $1; i++)); do
+		redis_start_tcp "q$i"
+		nodes+=("$i")
+	done
+	quorum_use "${nodes[@]}"
+}
+node_url() { echo "redis://127.0.0.1:$(redis_port "q$1")"; }
+quorum_stop() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-q*; do
+		[ -d "$d" ] && redis_stop "${d##*/redis-}"
+	done
+	return 0
+}
+# quorum_use I...: REDLOCK_URL names these nodes only.
+quorum_use() {
+	local i urls=()
+	for i in "$@"; do
+		urls+=("$(node_url "$i")")
+	done
+	export REDLOCK_URL="${urls[*]}"
+}
+node_freeze() { kill -STOP "$(redis_pid "q$1")"; }
+node_thaw() { kill -CONT "$(redis_pid "q$1")"; }
+# node_up I: qI answers, started again (empty) if it was stopped.
+node_up() {
+	[ -s "$(redis_dir "q$1")/redis.pid" ] && node_thaw "$1" && redis_answers "q$1" && return 0
+	redis_restart_empty "q$1"
+}
+# on_nodes KEY I...: how many of these nodes hold KEY.
+on_nodes() {
+	local key=$1 n=0 i
+	shift
+	for i in "$@"; do
+		held_on "q$i" "$key" && n=$((n + 1))
+	done
+	echo "$n"
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env bats
+# One lock over a quorum of independent servers (issue 9, DESIGN §3b): taken exactly when a
+# majority grants it, nothing left behind when it does not, a minority down or frozen changes
+# nothing, a majority lost stops the command before the lease can lapse on a quorum, and the
+# fence grows strictly while single nodes restart empty. Five real redis-servers serve every
+# scenario; those that stop, freeze or restart nodes bring them back in teardown.
+
+bats_require_minimum_version 1.5.0
+# The time limit is read before a test starts: set inside one, it would not count.
+BATS_TEST_TIMEOUT=90
+load helpers
+
+setup_file() { quorum_start 5; }
+teardown_file() { quorum_stop; }
+
+setup() {
+	local i
+	for i in 1 2 3 4 5; do
+		node_up "$i"
+		rcli_on "q$i" flushall >/dev/null
+	done
+	quorum_use 1 2 3
+	dir=$BATS_TEST_TMPDIR
+}
+
+# Nothing of ours on node I but fence counters: no lock, no wake list, no waiters.
+clean_on() {
+	! rcli_on "q$1" --scan | grep -E '^(job|\{job\}:wake|\{job\}:waiting)$'
+}
+
+# matrix N: for every subset of the first N nodes pre-held by someone else, -n takes the lock
+# exactly when the free nodes form a quorum, and a refused attempt leaves nothing behind.
+matrix() {
+	local n=$1 quorum=$(($1 / 2 + 1)) mask i free expected nodes=()
+	for ((i = 1; i <= n; i++)); do
+		nodes+=("$i")
+	done
+	quorum_use "${nodes[@]}"
+	for ((mask = 0; mask < 1 << n; mask++)); do
+		free=0
+		for ((i = 1; i <= n; i++)); do
+			rcli_on "q$i" flushall >/dev/null
+			if ((mask >> (i - 1) & 1)); then
+				rcli_on "q$i" set job someone-else px 60000 >/dev/null
+			else
+				free=$((free + 1))
+			fi
+		done
+		expected=75
+		((free >= quorum)) && expected=0
+		run "$RR" -n job -- true
+		[ "$status" = "$expected" ] || {
+			echo "held on mask $mask: status $status, expected $expected" >&2
+			return 1
+		}
+		for ((i = 1; i <= n; i++)); do
+			if ((mask >> (i - 1) & 1)); then
+				[[ $(rcli_on "q$i" get job) == someone-else ]]
+			else
+				clean_on "$i"
+			fi
+		done
+	done
+}
+
+@test "3 servers: every subset held by another; acquired exactly when the free ones are a quorum" {
+	matrix 3
+}
+
+@test "5 servers: every subset held by another; acquired exactly when the free ones are a quorum" {
+	matrix 5
+}
+
+@test "-r given three times is a quorum as REDLOCK_URL is; the same server twice is refused" {
+	unset REDLOCK_URL
+	rcli_on q1 set job someone-else px 60000 >/dev/null
+	rcli_on q2 set job someone-else px 60000 >/dev/null
+	run "$RR" -n -r "$(node_url 1)" -r "$(node_url 2)" -r "$(node_url 3)" job -- true
+	assert_equal "$status" 75
+	run "$RR" -n -r "$(node_url 3)" -r "$(node_url 4)" -r "$(node_url 5)" job -- true
+	assert_success
+	run "$RR" -n -r "$(node_url 3)" -r "$(node_url 3)" job -- true
+	assert_equal "$status" 64
+	assert_output --partial "the same Redis server twice"
+}
+
+@test "one server of 3 refusing from the start: taken, renewed and released on the other two" {
+	redis_stop q3
+	run "$RR" -t 300ms job -c 'sleep 0.5; echo ran $REDLOCK_FENCE'
+	assert_success
+	assert_output "ran 1"
+	clean_on 1
+	clean_on 2
+}
+
+@test "one server of 3 frozen from the start: no slower than one request deadline, and it works" {
+	node_freeze 3
+	start=$(now_ms)
+	run "$RR" job -- true
+	elapsed=$(($(now_ms) - start))
+	assert_success
+	((elapsed < 5000))
+	run "$RR" -t 300ms job -c 'sleep 0.5; echo ran'
+	assert_success
+	assert_output ran
+	clean_on 1
+	clean_on 2
+}
+
+@test "two servers of 3 refusing: 69 at once, naming both" {
+	redis_stop q2
+	redis_stop q3
+	start=$(now_ms)
+	run --separate-stderr "$RR" job -- echo never
+	elapsed=$(($(now_ms) - start))
+	assert_equal "$status" 69
+	assert_output ""
+	((elapsed < 2000))
+	[[ $stderr == *"no quorum (2 of 3 nodes)"*"127.0.0.1:$(redis_port q2)"*"127.0.0.1:$(redis_port q3)"* ]]
+	clean_on 1
+}
+
+@test "one server of 3 frozen while the command runs: it runs on" {
+	"$RR" -v -t 600ms job -c "echo started > $dir/started; sleep 1.5; echo done" \
+		>"$dir/out" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	node_freeze 3
+	reap "$holder"
+	node_thaw 3
+	assert_equal "$status" 0
+	run cat "$dir/out"
+	assert_output done
+	grep -q "renewing job: no reply from 127.0.0.1:$(redis_port q3) in time" "$dir/err"
+}
+
+@test "two servers of 3 stop taking renewals: the command dies before the lease lapses on a quorum" {
+	"$RR" -v -t 1s job -c "echo \$\$ > $dir/pid; exec sleep 10" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 grep -q 'renewed job' "$dir/err"
+	# Renewals (writes) stop on q2 and q3, while their keys' expiry can still be read.
+	rcli_on q2 client pause 10000 write >/dev/null
+	rcli_on q3 client pause 10000 write >/dev/null
+	e2=$(rcli_on q2 pexpiretime job)
+	e3=$(rcli_on q3 pexpiretime job)
+	wait_until 5 gone "$(cat "$dir/pid")"
+	died=$(now_ms)
+	reap "$holder"
+	rcli_on q2 client unpause >/dev/null
+	rcli_on q3 client unpause >/dev/null
+	assert_equal "$status" 76
+	# the lease on the quorum ended when the later of the two stalled keys expired
+	end=$((e2 > e3 ? e2 : e3))
+	echo "died at $died, the quorum's lease ended at $end" >&2
+	((died < end))
+	grep -q 'lost the lock on job' "$dir/err"
+}
+
+@test "one server of 3 restarted empty while the command runs: it runs on and holds the key there again" {
+	"$RR" -v -t 600ms job -c "echo started > $dir/started; sleep 2; echo done" \
+		>"$dir/out" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	wait_until 5 held_on q3 job
+	redis_restart_empty q3
+	wait_until 5 held_on q3 job
+	reap "$holder"
+	assert_equal "$status" 0
+	run cat "$dir/out"
+	assert_output done
+	grep -q "127.0.0.1:$(redis_port q3) no longer has job; taking it there again" "$dir/err"
+	clean_on 3
+}
+
+@test "REDLOCK_FENCE grows strictly over 100 acquisitions while single servers restart empty" {
+	for i in $(seq 100); do
+		((i % 10 == 5)) && redis_restart_empty "q$((RANDOM % 3 + 1))"
+		"$RR" -t 1s job -c "echo \$REDLOCK_FENCE >> $dir/fences"
+	done
+	run awk 'NR > 1 && $1 <= last { print "not growing at line " NR ": " last " then " $1 }
+		{ last = $1 } END { print NR " fences" }' "$dir/fences"
+	assert_output "100 fences"
+}
+
+@test "8 contenders x 25 runs on 3 servers, holders killed, a server frozen: no overlap, every run ends" {
+	contender() {
+		local r s
+		for r in $(seq 25); do
+			s=0
+			"$RR" -t 1s job -c "echo \$PPID > $dir/holder; echo start \$\$ \$(date +%s%6N) >> $dir/log;
+				sleep 0.01; echo end \$\$ \$(date +%s%6N) >> $dir/log" || s=$?
+			echo "$s" >>"$dir/statuses"
+		done
+	}
+	for c in $(seq 8); do
+		contender &
+		pids+=("$!")
+	done
+	# Three holders die with SIGKILL along the way; a server freezes for a second.
+	for k in 1 2 3; do
+		wait_until 10 test -s "$dir/holder"
+		sleep 0.3
+		kill -KILL "$(cat "$dir/holder")" 2>/dev/null || true
+		((k == 2)) && { node_freeze $((RANDOM % 3 + 1)); sleep 1; for i in 1 2 3; do node_thaw "$i"; done; }
+	done
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
+	run wc -l <"$dir/statuses"
+	assert_output 200
+	run grep -Evc '^(0|137)$' "$dir/statuses"
+	assert_output 0
+	# No two sections overlap: each start comes after the previous section's end; one that
+	# was killed (no end) is given 50ms, five times what it would have taken.
+	run awk '$1 == "start" { if (open && $3 < until) print "overlap: " $0; open = 1; pid = $2;
+			until = $3 + 50000 }
+		$1 == "end" && $2 == pid { open = 0; until = $3 }
+		END { print "checked" }' "$dir/log"
+	assert_output checked
+}
+
+@test "--status and --json with a server down: each node's view and the quorum's" {
+	redis_stop q3
+	run "$RR" --status job
+	assert_success
+	assert_line --index 0 "job is free (never taken)"
+	assert_line --index 3 --regexp "^  on 127.0.0.1:$(redis_port q3): no answer \(cannot connect to 127.0.0.1:[0-9]+: connection refused\)$"
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" --status --json job
+	assert_equal "$status" 75
+	fields=$(echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
+      [n["reachable"] for n in o["nodes"]], [n["held"] for n in o["nodes"][:2]],
+      "connection refused" in o["nodes"][2]["error"])')
+	assert_equal "$fields" "True $holder 2 3 [True, True, False] [True, True] True"
+	kill "$holder"
+	wait "$holder" || true
+}
