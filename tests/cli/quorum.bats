@@ -172,6 +172,21 @@ matrix() {
 	clean_on 3
 }
 
+@test "a waiter on 3 servers is woken by the release, not by the end of the lease; -w ends a wait" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 0.5; date +%s%6N > $dir/a-end" &
+	a=$!
+	wait_until 5 test -s "$dir/ready"
+	run "$RR" -w 200ms job -- true
+	assert_equal "$status" 75
+	run "$RR" job -c "date +%s%6N > $dir/b-start"
+	assert_success
+	wait "$a"
+	gap=$(($(cat "$dir/b-start") - $(cat "$dir/a-end")))
+	echo "handoff took ${gap}us" >&2
+	((gap < 1000000))
+	for i in 1 2 3; do clean_on "$i"; done
+}
+
 @test "REDLOCK_FENCE grows strictly over 100 acquisitions while single servers restart empty" {
 	for i in $(seq 100); do
 		((i % 10 == 5)) && redis_restart_empty "q$((RANDOM % 3 + 1))"
