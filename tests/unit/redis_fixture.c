@@ -15,13 +15,15 @@
 #include "clock.h"
 #include "conn.h"
 
-static struct redis_fixture *running;
+/* The servers started and not stopped yet: stopped at exit, also when a check fails. */
+static struct redis_fixture *running[8];
 
 static void
 stop_at_exit(void)
 {
-	if (running)
-		redis_fixture_stop(running);
+	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++)
+		if (running[i])
+			redis_fixture_stop(running[i]);
 }
 
 static int
@@ -67,8 +69,14 @@ redis_fixture_start(struct redis_fixture *f, const char *const extra[])
 		execvp(argv[0], (char *const *)argv);
 		_exit(errno == ENOENT ? 77 : 1);
 	}
-	running = f;
-	atexit(stop_at_exit);
+	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
+		if (!running[i]) {
+			running[i] = f;
+			break;
+		}
+	}
+	if (f == running[0])
+		atexit(stop_at_exit);
 	for (int i = 0; i < 500; i++) { /* up to 5 s */
 		int status;
 		if (answers(f->socket))
@@ -95,8 +103,9 @@ redis_fixture_stop(struct redis_fixture *f)
 	}
 	unlink(f->socket);
 	rmdir(f->dir);
-	if (running == f)
-		running = NULL;
+	for (size_t i = 0; i < sizeof(running) / sizeof(running[0]); i++)
+		if (running[i] == f)
+			running[i] = NULL;
 }
 
 void
