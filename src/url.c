@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,11 @@
 static const struct {
 	const char *prefix;
 	enum url_scheme scheme;
+	bool sentinel;
 } schemes[] = {
-	{ "redis://", URL_TCP },
-	{ "rediss://", URL_TLS },
-	{ "unix://", URL_UNIX },
+	{ "redis://", URL_TCP, false },          { "rediss://", URL_TLS, false },
+	{ "unix://", URL_UNIX, false },          { "redis+sentinel://", URL_TCP, true },
+	{ "rediss+sentinel://", URL_TLS, true },
 };
 
 static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -117,7 +119,8 @@ parse_db(struct redis_url *url, const char *s, size_t len, char *err, size_t siz
 }
 
 static int
-parse_host_port(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+parse_host_port(struct redis_url *url, const char *s, size_t len, unsigned default_port, char *err,
+		size_t size)
 {
 	const char *host = s, *rest;
 	size_t host_len;
@@ -152,7 +155,7 @@ parse_host_port(struct redis_url *url, const char *s, size_t len, char *err, siz
 	}
 	if (host_len == 0)
 		return fail(err, size, "missing host");
-	url->port = URL_DEFAULT_PORT;
+	url->port = default_port;
 	if (rest < s + len) {
 		if (*rest != ':')
 			return fail(err, size, "unexpected '%c' after the host", *rest);
@@ -179,7 +182,7 @@ parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
 
 	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
 		return -1;
-	if (parse_host_port(url, host, (size_t)(path - host), err, size) < 0)
+	if (parse_host_port(url, host, (size_t)(path - host), URL_DEFAULT_PORT, err, size) < 0)
 		return -1;
 	if (*path == '\0')
 		return 0;
@@ -188,6 +191,56 @@ parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
 	if (path[1] == '\0')
 		return 0;
 	return parse_db(url, path + 1, strlen(path + 1), err, size);
+}
+
+/* The Sentinels of a Sentinel URL: "host[:port][,host[:port]…]", each on port 26379 unless it
+ * says otherwise. */
+static int
+parse_sentinels(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == ',';
+	if (n > URL_SENTINELS_MAX)
+		return fail(err, size, "at most %d Sentinels", URL_SENTINELS_MAX);
+	if (!(url->sentinels = calloc(n, sizeof(*url->sentinels))))
+		return fail(err, size, "out of memory");
+	for (const char *p = s, *end = s + len; url->nsentinels < n; p++) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		struct redis_url one = { 0 };
+		size_t piece = comma ? (size_t)(comma - p) : (size_t)(end - p);
+
+		if (parse_host_port(&one, p, piece, URL_SENTINEL_PORT, err, size) < 0)
+			return -1;
+		url->sentinels[url->nsentinels].host = one.host;
+		url->sentinels[url->nsentinels++].port = one.port;
+		p += piece;
+	}
+	return 0;
+}
+
+/* redis+sentinel://[user[:password]@]host[:port][,host[:port]…]/MASTER[/db] and
+ * rediss+sentinel://… */
+static int
+parse_sentinel(struct redis_url *url, const char *s, char *err, size_t size)
+{
+	const char *at = strrchr(s, '@'), *hosts = at ? at + 1 : s;
+	const char *path = hosts + strcspn(hosts, "/?#"), *name, *slash;
+
+	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
+		return -1;
+	if (parse_sentinels(url, hosts, (size_t)(path - hosts), err, size) < 0)
+		return -1;
+	if (*path != '/' || path[1] == '\0' || path[1] == '/')
+		return fail(err, size, "missing the master's name (…/MASTER after the Sentinels)");
+	name = path + 1;
+	slash = strchr(name, '/');
+	if (!(url->master = percent_decode(name, slash ? (size_t)(slash - name) : strlen(name))))
+		return fail(err, size, "bad percent-encoding in the master's name");
+	if (!slash || slash[1] == '\0')
+		return 0;
+	return parse_db(url, slash + 1, strlen(slash + 1), err, size);
 }
 
 /* unix://[user[:password]@]/path/to/socket[?db=N] */
@@ -235,14 +288,26 @@ url_parse(const char *s, struct redis_url *url, char *err, size_t size)
 		if (strncmp(s, schemes[i].prefix, n) != 0)
 			continue;
 		url->scheme = schemes[i].scheme;
-		r = url->scheme == URL_UNIX ? parse_unix(url, s + n, err, size)
-					    : parse_tcp(url, s + n, err, size);
+		r = schemes[i].sentinel       ? parse_sentinel(url, s + n, err, size)
+		    : url->scheme == URL_UNIX ? parse_unix(url, s + n, err, size)
+					      : parse_tcp(url, s + n, err, size);
 		if (r < 0)
 			url_free(url);
 		return r;
 	}
-	return fail(err, size, "unknown scheme '%.*s' (expected redis://, rediss:// or unix://)",
+	return fail(err, size,
+		    "unknown scheme '%.*s' (expected redis://, rediss://, unix:// or "
+		    "redis+sentinel://)",
 		    (int)strcspn(s, ":"), s);
+}
+
+static void
+free_secret(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
 }
 
 void
@@ -251,21 +316,45 @@ url_free(struct redis_url *url)
 	free(url->host);
 	free(url->path);
 	free(url->user);
-	if (url->password) {
-		explicit_bzero(url->password, strlen(url->password));
-		free(url->password);
-	}
+	free_secret(url->password);
+	free(url->master);
+	for (size_t i = 0; i < url->nsentinels; i++)
+		free(url->sentinels[i].host);
+	free(url->sentinels);
+	free(url->sentinel_user);
+	free_secret(url->sentinel_password);
 	memset(url, 0, sizeof(*url));
+}
+
+/* "host:port", with brackets around an IPv6 address. */
+static size_t
+host_port(char *buf, size_t size, const char *host, unsigned port)
+{
+	int n = snprintf(buf, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - (size > 0);
 }
 
 const char *
 url_address(const struct redis_url *url, char *buf, size_t size)
 {
-	if (url->scheme == URL_UNIX)
+	size_t len;
+
+	if (url->master) {
+		len = (size_t)snprintf(buf, size, "master '%s' (Sentinel%s ", url->master,
+				       url->nsentinels > 1 ? "s" : "");
+		for (size_t i = 0; i < url->nsentinels && len + 1 < size; i++) {
+			if (i)
+				buf[len++] = ',';
+			len += host_port(buf + len, size - len, url->sentinels[i].host,
+					 url->sentinels[i].port);
+		}
+		if (len + 1 < size)
+			snprintf(buf + len, size - len, ")");
+	} else if (url->scheme == URL_UNIX) {
 		snprintf(buf, size, "%s", url->path);
-	else if (strchr(url->host, ':'))
-		snprintf(buf, size, "[%s]:%u", url->host, url->port);
-	else
-		snprintf(buf, size, "%s:%u", url->host, url->port);
+	} else {
+		host_port(buf, size, url->host, url->port);
+	}
 	return buf;
 }

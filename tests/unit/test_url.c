@@ -157,6 +157,33 @@ main(void)
 	CHECK_INT(parse("redis://bob:hunter2@ho%st"), -1);
 	CHECK(strstr(err, "hunter2") == NULL);
 
+	/* Sentinel URLs: the master's name and credentials, its Sentinels on 26379 unless they
+	 * say otherwise. */
+	CHECK_INT(parse("redis+sentinel://:pw@s1,s2:26380,[::1]/mymaster/2"), 0);
+	CHECK_INT(u.scheme, URL_TCP);
+	CHECK_STR(u.master, "mymaster");
+	CHECK_STR(u.password, "pw");
+	CHECK_INT(u.db, 2);
+	CHECK_INT(u.nsentinels, 3);
+	CHECK_STR(u.sentinels[0].host, "s1");
+	CHECK_INT(u.sentinels[0].port, 26379);
+	CHECK_INT(u.sentinels[1].port, 26380);
+	CHECK_STR(u.sentinels[2].host, "::1");
+	CHECK(u.host == NULL);
+	CHECK_STR(url_address(&u, buf, sizeof(buf)),
+		  "master 'mymaster' (Sentinels s1:26379,s2:26380,[::1]:26379)");
+	CHECK_INT(parse("rediss+sentinel://10.0.0.1/m%20one"), 0);
+	CHECK_INT(u.scheme, URL_TLS);
+	CHECK_STR(u.master, "m one");
+	CHECK_STR(url_address(&u, buf, sizeof(buf)), "master 'm one' (Sentinel 10.0.0.1:26379)");
+	rejects("redis+sentinel://s1,s2", "missing the master's name");
+	rejects("redis+sentinel://s1/", "missing the master's name");
+	rejects("redis+sentinel://s1,,s2/m", "missing host");
+	rejects("redis+sentinel://s1:0/m", "the port must be");
+	rejects("redis+sentinel://s1/m/x", "the db must be a number");
+	rejects("redis+sentinel://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q/m", "at most 16 Sentinels");
+	rejects("redis+cluster://h", "unknown scheme 'redis+cluster'");
+
 	url_free(&u);
 	return check_done("url");
 }
