@@ -684,6 +684,8 @@ conn_start(struct conn *c, int64_t deadline)
 {
 	conn_close(c);
 	c->failure = CONN_OK;
+	/* The URL may point elsewhere by now: a Sentinel named another master. */
+	url_address(c->url, c->address, sizeof(c->address));
 	if (c->url->scheme == URL_TLS && !tls_available())
 		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
 			    c->address);

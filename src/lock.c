@@ -22,6 +22,7 @@
 
 struct script {
 	const char *text;
+	bool writes;             /* what it writes must reach the replicas (--wait-replicas) */
 	char sha[SHA1_HEX_SIZE]; /* filled in by lock_init */
 };
 
@@ -38,6 +39,7 @@ struct script {
  * value, until shortly after the holder's lease would end, so that the release wakes it.
  */
 static struct script script_acquire = {
+	.writes = true,
 	.text = "local holder = redis.call('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
@@ -72,6 +74,7 @@ static struct script script_acquire = {
  * holder's value, 0 if KEY is gone, -1 if the fence counter is gone as well.
  */
 static struct script script_renew = {
+	.writes = true,
 	.text = "local holder = redis.call('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
@@ -116,6 +119,7 @@ static struct script script_query = {
 /* KEYS[1] a fence counter; ARGV[1] a fence. Raises the counter to the fence if it is lower,
  * never lowers it. Returns 1. */
 static struct script script_fence = {
+	.writes = true,
 	.text = "local f = tonumber(ARGV[1])\n"
 		"if (tonumber(redis.call('GET', KEYS[1])) or 0) < f then\n"
 		"  redis.call('SET', KEYS[1], ARGV[1])\n"
@@ -247,10 +251,12 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 /* Sends the call to node i: by the script's digest, or by its text (which also caches it
  * there) when the server does not know it yet, or when its answer will not be read. */
 static void
-call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline, bool text)
+call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline, int intr_fd,
+	  bool text)
 {
 	const char *argv[ARRAY_LEN(call->argv)];
 	size_t lens[ARRAY_LEN(call->lens)];
+	struct command cmd = { call->argc, argv, lens, call->script->writes };
 
 	memcpy(argv, call->argv, sizeof(argv));
 	memcpy(lens, call->lens, sizeof(lens));
@@ -260,15 +266,15 @@ call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline,
 		lens[0] = 4;
 		lens[1] = strlen(call->script->text);
 	}
-	nodes_send(ns, i, call->argc, argv, lens, deadline);
+	nodes_send(ns, i, &cmd, deadline, intr_fd);
 }
 
 /* The call, to every node. */
 static void
-call_send_all(struct nodes *ns, const struct call *call, int64_t deadline)
+call_send_all(struct nodes *ns, const struct call *call, int64_t deadline, int intr_fd)
 {
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		call_send(ns, i, call, deadline, false);
+		call_send(ns, i, call, deadline, intr_fd, false);
 }
 
 /* An answer saying that the server does not know the script: a fresh or restarted one. */
@@ -294,8 +300,30 @@ next_answer(struct nodes *ns, const struct call *call, int64_t deadline, int int
 	enum conn_result res;
 
 	while ((res = nodes_next(ns, deadline, intr_fd, a)) == CONN_OK && noscript(a))
-		call_send(ns, a->node, call, deadline, true);
+		call_send(ns, a->node, call, deadline, intr_fd, true);
 	return res;
+}
+
+/*
+ * Whether what answer a says was written reached enough replicas (--wait-replicas): always,
+ * without it. Otherwise why says how many acknowledged what, or why WAIT could not tell.
+ */
+static bool
+replicated(const struct lock *l, const struct nodes *ns, const struct answer *a, const char *what,
+	   char *why, size_t size)
+{
+	char within[32];
+
+	if (l->replicas == 0 || a->replicas >= l->replicas)
+		return true;
+	if (a->replicas < 0)
+		snprintf(why, size, "%s", nodes_error(ns, a->node));
+	else
+		snprintf(why, size,
+			 "only %lld of the %d replicas asked for acknowledged %s on %s within %s",
+			 a->replicas, l->replicas, what, nodes_address(ns, a->node),
+			 duration_format(l->replicas_timeout, within, sizeof(within)));
+	return false;
 }
 
 /* Why the nodes that failed a request did: one node's reason as it is, several joined. */
@@ -453,6 +481,7 @@ struct round {
 	long long fence[NODES_MAX];    /* each granting node's counter */
 	int64_t until[NODES_MAX];      /* each granting node's lease end, in the order they came */
 	bool waiting[NODES_MAX];       /* registered as a waiter there: it was found held */
+	bool unreplicated[NODES_MAX];  /* granted, but too few replicas acknowledged it */
 	int64_t held_until[NODES_MAX]; /* when the holders' leases run out, as they came */
 	struct failures why;           /* the nodes that failed or refused */
 };
@@ -510,8 +539,8 @@ send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	call_init(&call, &script_release, 4, 6, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		if (rd->granted[i] || nodes_outstanding(ns, i))
-			call_send(ns, i, &call, clock_now() + l->io_timeout, true);
+		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
+			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
 }
 
 /* Gives back what a failed attempt may have taken, without waiting for the answers. */
@@ -581,16 +610,19 @@ settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadlin
 	call_init(&call, &script_fence, 1, 2, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] && rd->fence[i] < top)
-			call_send(ns, i, &call, deadline, false);
+			call_send(ns, i, &call, deadline, intr_fd, false);
 	while (nodes_verdict(ns, acked, no) == VERDICT_OPEN &&
 	       (res = next_answer(ns, &call, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
-		if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER) {
+		char why[400];
+		if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER &&
+		    replicated(l, ns, &a, "the fence", why, sizeof(why))) {
 			acked++;
 		} else {
 			no++;
-			failures_add(&rd->why, a.result == CONN_OK
-						       ? "unexpected reply to the fence script"
-						       : nodes_error(ns, a.node));
+			failures_add(&rd->why, a.result != CONN_OK ? nodes_error(ns, a.node)
+					       : reply_type(a.reply) == REPLY_INTEGER
+						       ? why
+						       : "unexpected reply to the fence script");
 		}
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
@@ -628,6 +660,12 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	unsure_clear(q, i);
 	switch (parse_acquire(l, nodes_address(ns, i), a->reply)) {
 	case REPLY_ACQUIRED:
+		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
+			rd->unreplicated[i] = true;
+			failures_add(&rd->why, l->error);
+			rd->refused++;
+			break;
+		}
 		rd->granted[i] = true;
 		rd->fence[i] = l->fence;
 		rd->until[rd->yes++] = lock_lease_deadline(l, nodes_sent(ns, i));
@@ -670,13 +708,14 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 
 	memset(rd, 0, sizeof(*rd));
 	rd->start = clock_now();
-	deadline = time_min(rd->start + l->io_timeout, q->io_cap);
+	/* WAIT may take its whole timeout on top. */
+	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
 	ttl_ms(l, ttl, sizeof(ttl));
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	args[6] = q->wait != 0 && rd->start < q->wait_deadline ? handoff : "0";
 	call_init(&call, &script_acquire, 4, 7, args);
-	call_send_all(ns, &call, deadline);
+	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
 		(*meanwhile)(arg);
 		*meanwhile = NULL;
@@ -850,6 +889,9 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	int64_t now = clock_now(), free_at = nodes_free_at(ns, rd->held_until, rd->held);
 	int64_t block, end;
 	char seconds[32];
+	const char *argv[3] = { "BLPOP", l->wake_key, seconds };
+	size_t lens[3] = { 5, strlen(l->wake_key), 0 };
+	struct command blpop = { 3, argv, lens, false };
 	bool refused = false;
 	struct answer a;
 	enum conn_result res;
@@ -864,11 +906,10 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	end = now + block;
 	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
 	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
+	lens[2] = strlen(seconds);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			nodes_send(ns, i, 3, (const char *[]){ "BLPOP", l->wake_key, seconds },
-				   (size_t[]){ 5, strlen(l->wake_key), strlen(seconds) },
-				   TIME_NEVER);
+			nodes_send(ns, i, &blpop, TIME_NEVER, intr_fd);
 	for (;;) {
 		res = nodes_next(ns,
 				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
@@ -1001,6 +1042,17 @@ granted(const struct answer *a)
 	       reply_integer(reply_element(a->reply, 0)) == 1;
 }
 
+/* l->error after a loss: the failover that explains it (a Sentinel's master that moved), or
+ * nothing. */
+static void
+explain_loss(struct lock *l, const struct nodes *ns)
+{
+	l->error[0] = '\0';
+	for (size_t i = 0; i < nodes_count(ns) && !l->error[0]; i++)
+		if (!nodes_holds(ns, i) && nodes_failover(ns, i))
+			snprintf(l->error, sizeof(l->error), "%s", nodes_failover(ns, i));
+}
+
 enum lock_renewal
 lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	   void (*renewed)(void *, int64_t), void *arg)
@@ -1020,12 +1072,12 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	ttl_ms(l, ttl, sizeof(ttl));
 	call_init(&call, &script_renew, 2, 4, args);
 	call_init(&again, &script_acquire, 4, 7, again_args);
-	call_send_all(ns, &call, deadline);
+	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
 
 		if (noscript(&a)) {
-			call_send(ns, i, regrant[i] ? &again : &call, deadline, true);
+			call_send(ns, i, regrant[i] ? &again : &call, deadline, intr_fd, true);
 			continue;
 		}
 		if (regrant[i]) {
@@ -1043,6 +1095,12 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 		}
 		switch (read_renewal(l, nodes_address(ns, i), a.reply)) {
 		case LOCK_RENEWED:
+			/* Not acknowledged by the replicas, the lease is not extended there: a
+			 * replica promoted now would not know of it. */
+			if (!replicated(l, ns, &a, "the renewal", l->error, sizeof(l->error))) {
+				failures_add(&why, l->error);
+				break;
+			}
 			nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
 			yes++;
 			break;
@@ -1070,7 +1128,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 			if (lost <= none && nodes_lease_end(ns) > clock_now()) {
 				msg_info("%s no longer has %s; taking it there again",
 					 nodes_address(ns, i), l->key);
-				call_send(ns, i, &again, deadline, false);
+				call_send(ns, i, &again, deadline, intr_fd, false);
 				regrant[i] = true;
 			}
 			break;
@@ -1079,6 +1137,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 		if (lost > none) {
 			nodes_forget(ns);
 			snprintf(l->holder, sizeof(l->holder), "%s", holder);
+			explain_loss(l, ns);
 			return how;
 		}
 		if (!told && nodes_verdict(ns, yes, 0) == VERDICT_YES) {
@@ -1117,7 +1176,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	call_init(&call, &script_release, 4, 6, args);
-	call_send_all(ns, &call, deadline);
+	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
 
@@ -1126,7 +1185,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		 * release is idempotent). */
 		if (a.result == CONN_FAILED && !retried[i]) {
 			retried[i] = true;
-			call_send(ns, i, &call, deadline, false);
+			call_send(ns, i, &call, deadline, intr_fd, false);
 			continue;
 		}
 		if (a.result != CONN_OK) {
@@ -1278,7 +1337,7 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state
 			 nodes_address(ns, i));
 	}
 	call_init(&call, &script_query, 2, 2, args);
-	call_send_all(ns, &call, deadline);
+	call_send_all(ns, &call, deadline, -1);
 	while (next_answer(ns, &call, deadline, -1, &a) == CONN_OK) {
 		struct lock_state *s = &node[a.node];
 		if (a.result != CONN_OK) {

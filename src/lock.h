@@ -25,6 +25,9 @@ struct lock {
 	char value[LOCK_VALUE_MAX];   /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
 	int64_t ttl;                  /* the lease, ns */
 	int64_t io_timeout;           /* how long one request may take */
+	int replicas;                 /* what changes the lock counts once this many replicas of
+				       * a node acknowledged it (see nodes_replicas), */
+	int64_t replicas_timeout;     /* waiting this long at most (ns) */
 	long long fence;              /* once acquired: this acquisition's fencing number */
 	int64_t acquired_at;          /* once acquired: when the winning requests were sent */
 	int64_t valid_until;          /* once acquired: when the lease ends on a quorum */
@@ -104,7 +107,7 @@ enum lock_renewal {
  * it (a restart without its data): that node counts from the next renewal on. As soon as a
  * quorum has renewed, renewed(arg, the lease's new end) is called; the answers of the others
  * are waited for until the deadline. On LOCK_RENEWED, l->error says which nodes did not
- * answer, or is empty.
+ * answer, or is empty; on a loss, it names the failover that explains it, or is empty.
  */
 enum lock_renewal lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 			     void (*renewed)(void *arg, int64_t lease_end), void *arg);

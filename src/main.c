@@ -230,6 +230,11 @@ main(int argc, char *argv[])
 		fatal_errno(STATUS_OSERR, "cannot make a lock token");
 	if (!(nodes = nodes_new(o.urls, o.nurls)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
+	if (o.replicas) {
+		lock.replicas = o.replicas;
+		lock.replicas_timeout = o.replicas_timeout;
+		nodes_replicas(nodes, o.replicas, (long long)(o.replicas_timeout / NS_PER_MS));
+	}
 
 	child_init(&child);
 	acquire(&lock, nodes, &o, &sig, &child);

@@ -1,21 +1,58 @@
 #include "nodes.h"
 
+#include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "sentinel.h"
+
+/* How many requests one node may have outstanding, and how often a Sentinel node's may be
+ * sent again to a new master. */
+#define NODE_ASKS_MAX 8
+#define NODE_RESENDS 3
+/* A Sentinel node asks the Sentinels whether its master is still theirs before a request when
+ * it last did longer ago than this, and gives them this long to say. */
+#define NODE_CONFIRM_AFTER (1 * NS_PER_S)
+#define NODE_CONFIRM_TIMEOUT SENTINEL_ASK_TIMEOUT
+/* How long finding a Sentinel's master again may take, when the request has no deadline (a
+ * blocked waiter's). */
+#define NODE_RESOLVE_TIMEOUT (5 * NS_PER_S)
+
+/* A request sent, and not answered yet. */
+struct ask {
+	bool replicated;   /* WAIT follows it */
+	struct copy *copy; /* a Sentinel node's: the command, to send again to a new master */
+};
+
+struct copy {
+	int argc;
+	const char *argv[NODES_ARGS_MAX];
+	size_t lens[NODES_ARGS_MAX];
+	char bytes[];
+};
 
 struct node {
 	struct conn *conn;
-	unsigned asks;      /* requests whose answers are still to be handed out */
-	int64_t asked_at;   /* when the first of them was sent */
-	int64_t deadline;   /* when they are overdue */
-	bool was_open;      /* its connection was open when they were sent */
+	struct sentinel *sentinel; /* a Sentinel URL's: where the master is; else NULL */
+	struct ask ask[NODE_ASKS_MAX];
+	unsigned asks;          /* requests whose answers are still to be handed out */
+	int64_t asked_at;       /* when the first of them was sent */
+	int64_t deadline;       /* when they are overdue */
+	bool was_open;          /* its connection was open when they were sent */
+	unsigned resends;       /* how often they were sent again after a failover */
+	enum conn_result early; /* the connection could not be opened to send them */
+	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
+	const char *why;        /* why the last request failed, when not the connection's word */
+	char error[512];
 	int64_t held_until; /* our lease there ends then; 0: there is none */
 };
 
 struct nodes {
 	size_t n;
+	int replicas;           /* see nodes_replicas */
+	char replicas_wait[24]; /* its timeout, in ms */
 	struct node node[];
 };
 
@@ -30,13 +67,28 @@ alloc_nodes(size_t n)
 	return ns;
 }
 
+/* Node n's connection: to url, or to the master its Sentinels name, asked afresh (like a
+ * sentinel of another thread's, when like is not NULL). -1 when out of memory. */
+static int
+connect_node(struct node *n, const struct redis_url *url, const struct sentinel *like)
+{
+	if (url->master || like) {
+		n->sentinel = like ? sentinel_new_like(like) : sentinel_new(url);
+		if (!n->sentinel)
+			return -1;
+		url = sentinel_master(n->sentinel);
+	}
+	n->conn = conn_new(url);
+	return n->conn ? 0 : -1;
+}
+
 struct nodes *
 nodes_new(const struct redis_url *urls, size_t n)
 {
 	struct nodes *ns = alloc_nodes(n);
 
 	for (size_t i = 0; ns && i < n; i++) {
-		if (!(ns->node[i].conn = conn_new(&urls[i]))) {
+		if (connect_node(&ns->node[i], &urls[i], NULL) < 0) {
 			nodes_free(ns);
 			return NULL;
 		}
@@ -49,9 +101,22 @@ nodes_new_like(const struct nodes *like)
 {
 	struct nodes *ns = alloc_nodes(like->n);
 
+	if (ns) {
+		ns->replicas = like->replicas;
+		memcpy(ns->replicas_wait, like->replicas_wait, sizeof(ns->replicas_wait));
+	}
 	for (size_t i = 0; ns && i < ns->n; i++) {
-		ns->node[i].held_until = like->node[i].held_until;
-		if (!(ns->node[i].conn = conn_new_like(like->node[i].conn))) {
+		const struct node *l = &like->node[i];
+		struct node *n = &ns->node[i];
+		int ok;
+
+		n->held_until = l->held_until;
+		/* A Sentinel node asks its Sentinels again when it connects. */
+		if (l->sentinel)
+			ok = connect_node(n, sentinel_master(l->sentinel), l->sentinel);
+		else
+			ok = (n->conn = conn_new_like(l->conn)) ? 0 : -1;
+		if (ok < 0) {
 			nodes_free(ns);
 			return NULL;
 		}
@@ -59,14 +124,35 @@ nodes_new_like(const struct nodes *like)
 	return ns;
 }
 
+/* Forgets the requests outstanding on node n. */
+static void
+clear_asks(struct node *n)
+{
+	for (unsigned k = 0; k < n->asks && k < NODE_ASKS_MAX; k++)
+		free(n->ask[k].copy);
+	n->asks = 0;
+	n->resends = 0;
+	n->early = CONN_OK;
+}
+
 void
 nodes_free(struct nodes *ns)
 {
 	if (!ns)
 		return;
-	for (size_t i = 0; i < ns->n; i++)
+	for (size_t i = 0; i < ns->n; i++) {
+		clear_asks(&ns->node[i]);
 		conn_free(ns->node[i].conn);
+		sentinel_free(ns->node[i].sentinel);
+	}
 	free(ns);
+}
+
+void
+nodes_replicas(struct nodes *ns, int count, long long timeout_ms)
+{
+	ns->replicas = count;
+	snprintf(ns->replicas_wait, sizeof(ns->replicas_wait), "%lld", timeout_ms);
 }
 
 size_t
@@ -90,7 +176,15 @@ nodes_address(const struct nodes *ns, size_t i)
 const char *
 nodes_error(const struct nodes *ns, size_t i)
 {
-	return conn_error(ns->node[i].conn);
+	const struct node *n = &ns->node[i];
+
+	return n->why ? n->why : conn_error(n->conn);
+}
+
+const char *
+nodes_failover(const struct nodes *ns, size_t i)
+{
+	return ns->node[i].sentinel ? sentinel_failover(ns->node[i].sentinel) : NULL;
 }
 
 bool
@@ -99,33 +193,116 @@ nodes_tls_resumed(const struct nodes *ns, size_t i)
 	return conn_tls_resumed(ns->node[i].conn);
 }
 
+/* A copy of cmd, to send again; NULL when out of memory (then it is not sent again). */
+static struct copy *
+copy_command(const struct command *cmd)
+{
+	size_t total = 0;
+	struct copy *c;
+	char *p;
+
+	for (int k = 0; k < cmd->argc; k++)
+		total += cmd->lens[k];
+	if (!(c = malloc(sizeof(*c) + total)))
+		return NULL;
+	c->argc = cmd->argc;
+	p = c->bytes;
+	for (int k = 0; k < cmd->argc; k++) {
+		memcpy(p, cmd->argv[k], cmd->lens[k]);
+		c->argv[k] = p;
+		c->lens[k] = cmd->lens[k];
+		p += cmd->lens[k];
+	}
+	return c;
+}
+
+/* Puts a command on node n's connection, with WAIT behind it when it must be replicated. */
+static void
+put(const struct nodes *ns, struct node *n, int argc, const char **argv, const size_t *lens,
+    bool replicated)
+{
+	char count[16];
+
+	conn_send(n->conn, argc, argv, lens);
+	if (replicated) {
+		snprintf(count, sizeof(count), "%d", ns->replicas);
+		conn_send(n->conn, 3, (const char *[]){ "WAIT", count, ns->replicas_wait },
+			  (size_t[]){ 4, strlen(count), strlen(ns->replicas_wait) });
+	}
+}
+
+/* (Re)opens node n's connection: to its URL, without waiting; or to the master its Sentinels
+ * name, which waits for their answer. */
+static enum conn_result
+reopen(struct node *n, int64_t deadline, int intr_fd)
+{
+	enum conn_result res;
+
+	if (!n->sentinel)
+		return conn_start(n->conn, deadline);
+	res = sentinel_connect(n->sentinel, n->conn,
+			       time_min(deadline, clock_now() + NODE_RESOLVE_TIMEOUT), intr_fd);
+	if (res != CONN_OK) {
+		snprintf(n->error, sizeof(n->error), "%s", sentinel_error(n->sentinel));
+		n->why = n->error;
+	}
+	n->confirmed_at = clock_now();
+	return res;
+}
+
+/* Whether the Sentinels still name the master node n is open to (asked once in a while): when
+ * they name another, its connection is closed, and true returned. */
+static bool
+confirm(struct node *n, int64_t deadline, int intr_fd)
+{
+	int64_t now = clock_now();
+
+	n->confirmed_at = now;
+	return sentinel_confirm(n->sentinel, n->conn,
+				time_min(deadline, now + NODE_CONFIRM_TIMEOUT), intr_fd);
+}
+
 void
-nodes_send(struct nodes *ns, size_t i, int argc, const char **argv, const size_t *lens,
-	   int64_t deadline)
+nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadline, int intr_fd)
 {
 	struct node *n = &ns->node[i];
 	int64_t now = clock_now();
+	bool replicated = cmd->replicated && ns->replicas > 0;
+	enum conn_result res;
 
+	n->why = NULL;
 	/* An answer that was given up on and is overdue by now will not come: the server is
 	 * stuck, or gone. Start afresh rather than queue behind it. */
 	if (!n->asks && conn_due(n->conn) && now >= n->deadline)
 		conn_close(n->conn);
+	/* After a failover the old master may go on taking writes for a while: what a renewal
+	 * extends there, the new master lets expire. */
+	if (n->sentinel && !n->asks && conn_is_open(n->conn) &&
+	    now - n->confirmed_at >= NODE_CONFIRM_AFTER)
+		confirm(n, deadline, intr_fd);
 	/* A connection the server hung up on while it sat idle is not sent on. */
-	if (!conn_check(n->conn) && conn_start(n->conn, deadline) != CONN_OK) {
+	if (!conn_check(n->conn) && (res = reopen(n, deadline, intr_fd)) != CONN_OK) {
+		clear_asks(n);
 		n->asks = 1; /* nodes_next reports the failure */
+		n->ask[0] = (struct ask){ 0 };
+		n->early = res;
 		n->asked_at = now;
 		n->deadline = deadline;
 		n->was_open = false;
 		return;
 	}
+	assert(n->asks < NODE_ASKS_MAX); /* the protocol has a few requests out at a time */
 	if (!n->asks) {
 		n->asked_at = now;
 		n->deadline = deadline;
 		n->was_open = conn_is_ready(n->conn);
 	}
 	n->deadline = time_max(n->deadline, deadline);
-	n->asks++;
-	conn_send(n->conn, argc, argv, lens);
+	n->ask[n->asks++] = (struct ask){
+		.replicated = replicated,
+		.copy = n->sentinel ? copy_command(cmd) : NULL,
+	};
+	put(ns, n, cmd->argc, cmd->argv, cmd->lens, replicated);
 }
 
 int64_t
@@ -140,22 +317,136 @@ nodes_outstanding(const struct nodes *ns, size_t i)
 	return ns->node[i].asks > 0;
 }
 
-/* Hands out node i's next answer, which has come, or failed, or is overdue. */
+/* Whether an answer from a Sentinel node says that its master stepped down: it turned replica
+ * (-READONLY to a write, -UNBLOCKED to a blocked BLPOP), or it cut the connection with the
+ * request on it (Sentinel has the clients of a reconfigured server killed). */
+static bool
+stepped_down(const struct answer *a)
+{
+	const char *e;
+
+	if (a->result == CONN_FAILED)
+		return a->maybe_landed;
+	if (a->result != CONN_OK || reply_type(a->reply) != REPLY_ERROR)
+		return false;
+	e = reply_string(a->reply, NULL);
+	return strncmp(e, "READONLY", 8) == 0 || strncmp(e, "UNBLOCKED", 9) == 0;
+}
+
+/* Finds node n's master again and sends it every request still outstanding. */
+static enum conn_result
+send_again(const struct nodes *ns, struct node *n, int intr_fd)
+{
+	enum conn_result res;
+
+	n->resends++;
+	conn_reset(n->conn);
+	if ((res = reopen(n, n->deadline, intr_fd)) != CONN_OK)
+		return res;
+	n->asked_at = clock_now();
+	n->was_open = true;
+	for (unsigned k = 0; k < n->asks; k++) {
+		struct copy *c = n->ask[k].copy;
+		if (!c)
+			return CONN_FAILED;
+		put(ns, n, c->argc, c->argv, c->lens, n->ask[k].replicated);
+	}
+	return CONN_OK;
+}
+
+/* Reads WAIT's answer, behind a replicated command's, into a->replicas. */
 static void
-take(struct nodes *ns, size_t i, struct answer *a)
+take_replicas(struct node *n, struct answer *a)
+{
+	struct reply *r;
+	enum conn_result res = conn_recv(n->conn, &r, n->deadline, -1);
+
+	if (res != CONN_OK) {
+		reply_free(a->reply);
+		a->reply = NULL;
+		a->result = res;
+		return;
+	}
+	if (reply_type(r) == REPLY_INTEGER) {
+		a->replicas = reply_integer(r);
+	} else {
+		snprintf(n->error, sizeof(n->error), "%s cannot wait for replicas (WAIT: %s)",
+			 conn_address(n->conn),
+			 reply_type(r) == REPLY_ERROR ? reply_string(r, NULL) : "unexpected reply");
+		n->why = n->error;
+	}
+	reply_free(r);
+}
+
+enum take {
+	TAKEN,       /* *a is the answer */
+	SENT_AGAIN,  /* to a new master: nothing to hand out yet */
+	INTERRUPTED, /* while finding the new master */
+};
+
+/* Node i's next answer, which has come, or failed, or is overdue. */
+static enum take
+take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 {
 	struct node *n = &ns->node[i];
 	bool opened = conn_opened_at(n->conn) >= n->asked_at;
+	struct ask first = n->ask[0];
 
 	a->node = i;
 	a->reply = NULL;
+	a->replicas = -1;
+	a->maybe_landed = false;
+	if (n->early != CONN_OK) {
+		a->result = n->early;
+		clear_asks(n);
+		return TAKEN;
+	}
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
-	n->asks--;
+	if (a->result == CONN_OK && first.replicated)
+		take_replicas(n, a);
+	if (a->result != CONN_OK)
+		a->maybe_landed = n->was_open || opened;
+	if (n->sentinel && stepped_down(a) && n->resends < NODE_RESENDS &&
+	    clock_now() < n->deadline) {
+		enum conn_result res;
+		reply_free(a->reply);
+		a->reply = NULL;
+		res = send_again(ns, n, intr_fd);
+		if (res == CONN_OK)
+			return SENT_AGAIN;
+		if (res == CONN_INTERRUPTED)
+			return INTERRUPTED;
+		a->result = res;
+	}
 	if (a->result != CONN_OK) {
 		/* The connection is closed: nothing more comes from it. */
-		a->maybe_landed = n->was_open || opened;
-		n->asks = 0;
+		clear_asks(n);
+		return TAKEN;
 	}
+	free(first.copy);
+	memmove(&n->ask[0], &n->ask[1], (n->asks - 1) * sizeof(n->ask[0]));
+	n->asks--;
+	return TAKEN;
+}
+
+/* The Sentinels name another master than the one node i's requests went to: they go there. */
+static enum take
+take_moved(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
+{
+	struct node *n = &ns->node[i];
+	enum conn_result res = send_again(ns, n, intr_fd);
+
+	if (res == CONN_OK)
+		return SENT_AGAIN;
+	if (res == CONN_INTERRUPTED)
+		return INTERRUPTED;
+	a->node = i;
+	a->reply = NULL;
+	a->replicas = -1;
+	a->maybe_landed = true;
+	a->result = res;
+	clear_asks(n);
+	return TAKEN;
 }
 
 enum conn_result
@@ -166,13 +457,29 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 		size_t at[NODES_MAX], k = 0, w;
 		int64_t until = deadline, now;
 		enum conn_result res;
+		enum take t;
 
 		for (size_t i = 0; i < ns->n; i++) {
-			if (ns->node[i].asks) {
-				cs[k] = ns->node[i].conn;
-				at[k++] = i;
-				until = time_min(until, ns->node[i].deadline);
+			struct node *n = &ns->node[i];
+			if (!n->asks)
+				continue;
+			if (n->early != CONN_OK) {
+				take(ns, i, a, intr_fd);
+				return CONN_OK;
 			}
+			/* A request that waits long (a blocked BLPOP) follows the master too. */
+			if (n->sentinel && clock_now() - n->confirmed_at >= NODE_CONFIRM_AFTER &&
+			    confirm(n, n->deadline, intr_fd)) {
+				if ((t = take_moved(ns, i, a, intr_fd)) == TAKEN)
+					return CONN_OK;
+				if (t == INTERRUPTED)
+					return CONN_INTERRUPTED;
+			}
+			cs[k] = n->conn;
+			at[k++] = i;
+			until = time_min(until, n->deadline);
+			if (n->sentinel)
+				until = time_min(until, n->confirmed_at + NODE_CONFIRM_AFTER);
 		}
 		if (!k)
 			return CONN_FAILED;
@@ -180,13 +487,16 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 		if (res == CONN_INTERRUPTED)
 			return res;
 		if (res == CONN_OK) {
-			take(ns, at[w], a);
-			return CONN_OK;
+			if ((t = take(ns, at[w], a, intr_fd)) == TAKEN)
+				return CONN_OK;
+			if (t == INTERRUPTED)
+				return CONN_INTERRUPTED;
+			continue;
 		}
 		now = clock_now();
 		for (size_t j = 0; j < k; j++) {
 			if (now >= ns->node[at[j]].deadline) {
-				take(ns, at[j], a);
+				take(ns, at[j], a, intr_fd);
 				return CONN_OK;
 			}
 		}
@@ -201,7 +511,7 @@ nodes_forget(struct nodes *ns)
 	for (size_t i = 0; i < ns->n; i++) {
 		if (ns->node[i].asks) {
 			conn_forget(ns->node[i].conn);
-			ns->node[i].asks = 0;
+			clear_asks(&ns->node[i]);
 		}
 	}
 }
@@ -212,7 +522,7 @@ nodes_cancel(struct nodes *ns)
 	for (size_t i = 0; i < ns->n; i++) {
 		if (ns->node[i].asks) {
 			conn_close(ns->node[i].conn);
-			ns->node[i].asks = 0;
+			clear_asks(&ns->node[i]);
 		}
 	}
 }
@@ -221,7 +531,7 @@ void
 nodes_reset(struct nodes *ns, size_t i)
 {
 	conn_reset(ns->node[i].conn);
-	ns->node[i].asks = 0;
+	clear_asks(&ns->node[i]);
 }
 
 void

@@ -1,6 +1,8 @@
 /*
  * The nodes a lock lives on, and which connection a request goes to: one Redis server, or a
- * Redlock quorum of N independent ones that must agree, ⌊N/2⌋+1 of them. A request goes to
+ * Redlock quorum of N independent ones that must agree, ⌊N/2⌋+1 of them. A node is one logical
+ * Redis: a server, or the master that Sentinels name, found again on every reconnect and
+ * followed through a failover. A request goes to
  * every node at once, and the answers come back one by one from one poll loop, as they
  * arrive. The quorum's arithmetic is kept here too, so that the protocol (lock.c) states its
  * rules once, whatever the number of nodes: one server is a quorum of one.
@@ -35,13 +37,28 @@ size_t nodes_quorum(const struct nodes *ns);
 /* "127.0.0.1:6379", for messages. */
 const char *nodes_address(const struct nodes *ns, size_t i);
 
+/* Every command that changes the lock counts only once this many replicas of each node
+ * acknowledged it (WAIT count timeout_ms, sent right behind it). */
+void nodes_replicas(struct nodes *ns, int count, long long timeout_ms);
+
+/* The most arguments a command may have. */
+#define NODES_ARGS_MAX 16
+
+struct command {
+	int argc;
+	const char **argv;
+	const size_t *lens;
+	bool replicated; /* it changes the lock: WAIT follows it (see nodes_replicas) */
+};
+
 /*
  * Sends a command to node i, (re)opening its connection first when it is closed, or stuck on
- * an answer that is overdue. Its answer is due by deadline; nodes_next hands it out, or says
- * what went wrong.
+ * an answer that is overdue; a Sentinel node asks its Sentinels where the master is then, which
+ * may take until deadline, or until intr_fd (-1 for none) is readable. Its answer is due by
+ * deadline; nodes_next hands it out, or says what went wrong.
  */
-void nodes_send(struct nodes *ns, size_t i, int argc, const char **argv, const size_t *lens,
-		int64_t deadline);
+void nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadline,
+		int intr_fd);
 
 /* When node i's request went out (its connection may have opened after it was sent). */
 int64_t nodes_sent(const struct nodes *ns, size_t i);
@@ -51,12 +68,17 @@ struct answer {
 	enum conn_result result; /* CONN_OK with reply (the caller's to free), or how the node
 				  * failed: its connection is closed, nodes_error says why */
 	struct reply *reply;
-	bool maybe_landed; /* on failure: the request may have reached the server */
+	bool maybe_landed;  /* on failure: the request may have reached the server */
+	long long replicas; /* a replicated command: how many replicas acknowledged it; -1 when
+			     * WAIT was refused (nodes_error says how) */
 };
 
 /*
  * The next answer from any node with a request outstanding: CONN_OK with *a filled in. A node
- * whose deadline passes is an answer too (CONN_TIMEOUT in a->result). Otherwise CONN_TIMEOUT
+ * whose deadline passes is an answer too (CONN_TIMEOUT in a->result). A Sentinel node whose
+ * master stepped down (it answers -READONLY or -UNBLOCKED, or drops the connection) finds the
+ * new one and is asked again there, within the request's deadline: the protocol's requests
+ * can all be asked twice. Otherwise CONN_TIMEOUT
  * at deadline, CONN_INTERRUPTED when intr_fd (-1 for none) is readable, CONN_FAILED when no
  * request is outstanding.
  */
@@ -72,6 +94,8 @@ void nodes_cancel(struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);
+/* What a failover did to node i (a Sentinel's master that moved), or NULL. */
+const char *nodes_failover(const struct nodes *ns, size_t i);
 /* Whether node i's connection resumed an earlier TLS session. */
 bool nodes_tls_resumed(const struct nodes *ns, size_t i);
 

@@ -25,6 +25,7 @@ enum {
 	OPT_SNI,
 	OPT_INSECURE,
 	OPT_PASSWORD_FILE,
+	OPT_WAIT_REPLICAS,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
@@ -52,6 +53,7 @@ static const struct option long_options[] = {
 	{ "sni", required_argument, NULL, OPT_SNI },
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -102,6 +104,9 @@ opts_print_help(FILE *out)
 		"      --sni NAME             rediss://: the server name to send and verify",
 		"      --insecure             rediss://: do not verify the server at all",
 		"      --password-file FILE   the password: the first line of FILE",
+		"      --wait-replicas N[,TIMEOUT]",
+		"                             a grant or renewal counts only once N replicas",
+		"                             acknowledged it within TIMEOUT (default TTL/10)",
 		"  -v, --verbose              say what happens and how long it took",
 		"  -q, --quiet                print fatal errors only",
 		"  -h, --help                 show this help and exit",
@@ -109,7 +114,10 @@ opts_print_help(FILE *out)
 		"",
 		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
 		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or",
-		"unix://[user[:password]@]/path/to/redis.sock[?db=N]. A password that should",
+		"unix://[user[:password]@]/path/to/redis.sock[?db=N], or the master that",
+		"Sentinels name: redis+sentinel://[user[:password]@]host[:port][,host[:port]...]",
+		"/MASTER[/db] (rediss+sentinel:// for TLS; Sentinels' own credentials come from",
+		"$REDLOCK_SENTINEL_USER and $REDLOCK_SENTINEL_PASSWORD). A password that should",
 		"not appear on the command line comes from --password-file FILE (its first",
 		"line), $REDLOCK_PASSWORD_FILE or $REDLOCK_PASSWORD.",
 		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
@@ -179,6 +187,43 @@ take_path(const char *option, const char *path, bool dir, const char **out, char
 	}
 	*out = path;
 	return true;
+}
+
+/*
+ * --wait-replicas N[,TIMEOUT]: N from 0 (none) to OPTS_REPLICAS_MAX, TIMEOUT from 1ms to a third
+ * of the TTL (a grant that comes later than that does not count anyway), TTL/10 by default.
+ */
+static enum opts_action
+parse_replicas(struct opts *o, const char *arg, char *err, size_t size)
+{
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	char n[8];
+	long count = -1;
+	char *end;
+
+	if (len > 0 && len < sizeof(n) && strspn(arg, "0123456789") == len) {
+		memcpy(n, arg, len);
+		n[len] = '\0';
+		count = strtol(n, &end, 10);
+	}
+	if (count < 0 || count > OPTS_REPLICAS_MAX)
+		return usage_error(err, size,
+				   "invalid --wait-replicas '%s': N[,TIMEOUT], N from 0 to %d", arg,
+				   OPTS_REPLICAS_MAX);
+	o->replicas = (int)count;
+	o->replicas_timeout = o->ttl / OPTS_REPLICAS_WAIT_SHARE;
+	if (comma &&
+	    !take_duration("--wait-replicas timeout", comma + 1, &o->replicas_timeout, err, size))
+		return OPTS_USAGE_ERROR;
+	if (o->replicas_timeout < NS_PER_MS || o->replicas_timeout > o->ttl / 3)
+		return usage_error(err, size,
+				   "invalid --wait-replicas timeout '%s': from 1ms to a third of "
+				   "the TTL",
+				   comma + 1);
+	if (!o->replicas)
+		o->replicas_timeout = 0;
+	return OPTS_RUN;
 }
 
 /* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
@@ -322,6 +367,21 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 	return p;
 }
 
+/* A Sentinel URL's Sentinels authenticate with REDLOCK_SENTINEL_USER and
+ * REDLOCK_SENTINEL_PASSWORD, when they are set. -1 when out of memory. */
+static int
+sentinel_credentials(struct redis_url *u)
+{
+	const char *user = getenv("REDLOCK_SENTINEL_USER");
+	const char *password = getenv("REDLOCK_SENTINEL_PASSWORD");
+
+	if (user && *user && !(u->sentinel_user = strdup(user)))
+		return -1;
+	if (password && *password && !(u->sentinel_password = strdup(password)))
+		return -1;
+	return 0;
+}
+
 /*
  * Parses the servers' URLs, separated by blanks in one string (REDLOCK_URL) or one per -r, and
  * gives each URL without a password the one from the first of: --password-file,
@@ -366,6 +426,8 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 		if (out == OPTS_RUN && !u->password && password &&
 		    !(u->password = strdup(password)))
 			out = usage_error(err, size, "out of memory");
+		if (out == OPTS_RUN && u->master && sentinel_credentials(u) < 0)
+			out = usage_error(err, size, "out of memory");
 		if (out != OPTS_RUN) {
 			url_free(u);
 			break;
@@ -380,7 +442,7 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 enum opts_action
 opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
-	const char *shell_string = NULL, *source = "", *password_file = NULL;
+	const char *shell_string = NULL, *source = "", *password_file = NULL, *replicas = NULL;
 	char *urls[URL_LIST_MAX + 1], *env_urls = NULL;
 	size_t nurls = 0;
 	enum opts_action out;
@@ -483,6 +545,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_PASSWORD_FILE:
 			password_file = optarg;
 			break;
+		case OPT_WAIT_REPLICAS:
+			replicas = optarg;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -512,6 +577,10 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		return OPTS_USAGE_ERROR;
 	if (o->grace < 0)
 		o->grace = time_min(OPTS_GRACE_MAX_DEFAULT, o->ttl / 3);
+	if (!replicas && (replicas = getenv("REDLOCK_WAIT_REPLICAS")) && !*replicas)
+		replicas = NULL;
+	if (replicas && parse_replicas(o, replicas, err, size) != OPTS_RUN)
+		return OPTS_USAGE_ERROR;
 
 	if (optind >= argc)
 		return usage_error(err, size, "missing KEY");

@@ -25,6 +25,9 @@ enum on_lost {
 };
 
 #define OPTS_GRACE_MAX_DEFAULT (5 * NS_PER_S)
+/* --wait-replicas: at most this many, waited for TTL/10 unless it says otherwise. */
+#define OPTS_REPLICAS_MAX 100
+#define OPTS_REPLICAS_WAIT_SHARE 10
 
 struct opts {
 	const char *key;
@@ -35,8 +38,10 @@ struct opts {
 	int64_t wait;        /* how long to wait for the lock: ns, 0 (-n), or forever */
 	int conflict_status; /* -E */
 	enum on_lost on_lost;
-	int64_t grace;    /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
-	int64_t max_hold; /* 0: no limit */
+	int64_t grace;            /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
+	int64_t max_hold;         /* 0: no limit */
+	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
+	int64_t replicas_timeout; /* and how long they may take (ns) */
 	enum msg_level verbosity;
 	bool status;           /* --status: say who holds KEY, run nothing */
 	bool json;             /* --json, with --status */
@@ -52,7 +57,8 @@ enum opts_action {
 };
 
 /*
- * Parses argv (and REDLOCK_URL, REDLOCK_PASSWORD, SHELL from the environment) into *o.
+ * Parses argv (and REDLOCK_URL, REDLOCK_PASSWORD, REDLOCK_SENTINEL_USER,
+ * REDLOCK_SENTINEL_PASSWORD, REDLOCK_WAIT_REPLICAS, SHELL from the environment) into *o.
  * Option parsing stops at KEY, so COMMAND's own flags are never looked at. On
  * OPTS_USAGE_ERROR, err holds the message and nothing in *o needs freeing.
  */

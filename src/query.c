@@ -195,12 +195,13 @@ static void
 ask_eviction(struct nodes *ns, struct status *s)
 {
 	int64_t deadline = clock_now() + LOCK_IO_TIMEOUT;
+	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
+				false };
 	struct answer a;
 
 	for (size_t i = 0; i < s->count; i++)
 		if (s->node[i].st.answered)
-			nodes_send(ns, i, 2, (const char *[]){ "INFO", "memory" },
-				   (size_t[]){ 4, 6 }, deadline);
+			nodes_send(ns, i, &info, deadline, -1);
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
 		struct eviction *ev = &s->node[a.node].ev;
 		const char *text, *p;

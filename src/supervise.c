@@ -150,11 +150,16 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	}
 	st->gone = true;
 	act_on_loss(s, st, time_add(clock_now(), s->grace));
+	if (ev->cause[0] && ev->how != LOCK_TAKEN) {
+		msg_error("lost the lock on %s: %s, and the new master does not have it; %s", key,
+			  ev->cause, action(s->on_lost));
+		return;
+	}
 	switch (ev->how) {
 	case LOCK_TAKEN:
-		msg_error("lost the lock on %s: it is held by %s now; %s", key,
+		msg_error("lost the lock on %s: it is held by %s now%s%s; %s", key,
 			  lock_describe_holder(ev->detail, holder, sizeof(holder)),
-			  action(s->on_lost));
+			  ev->cause[0] ? ", after " : "", ev->cause, action(s->on_lost));
 		break;
 	case LOCK_GONE_WITH_DATA:
 		msg_error("lost the lock on %s: the server no longer has it nor its fence counter "

@@ -33,6 +33,8 @@ post(struct watchdog *w, enum watchdog_event_type type, enum lock_renewal how, i
 	};
 
 	snprintf(ev.detail, sizeof(ev.detail), "%s", detail ? detail : "");
+	if (type == WATCHDOG_LOST)
+		snprintf(ev.cause, sizeof(ev.cause), "%s", w->lock.error);
 	/* Smaller than PIPE_BUF, so it arrives whole; the pipe never fills, as supervise
 	 * reads each event as it comes. */
 	if (write(w->events[1], &ev, sizeof(ev)) < 0) {

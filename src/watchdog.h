@@ -19,7 +19,8 @@ enum watchdog_event_type {
 			   * now ends on a quorum; detail: a note, or "" */
 	WATCHDOG_NOTE,    /* detail: what a minority of nodes did (a node that did not answer) */
 	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
-	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any */
+	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any;
+			   * cause: a failover that explains it, or "" */
 };
 
 struct watchdog_event {
@@ -28,6 +29,7 @@ struct watchdog_event {
 	int64_t sent;
 	int64_t lease_end;
 	char detail[512]; /* the size of lock.error */
+	char cause[512];
 };
 
 /* A watchdog for the lock l (already acquired on ns), which it copies; it will use connections

@@ -11,6 +11,15 @@
 static const char *ping[] = { "PING" };
 static const size_t ping_len[] = { 4 };
 
+static void
+send_cmd(struct nodes *ns, size_t i, int argc, const char **argv, const size_t *lens,
+	 int64_t deadline)
+{
+	struct command cmd = { argc, argv, lens, false };
+
+	nodes_send(ns, i, &cmd, deadline, -1);
+}
+
 int
 main(void)
 {
@@ -56,7 +65,7 @@ main(void)
 	redis_fixture_freeze(&frozen);
 	t0 = clock_now();
 	for (size_t i = 0; i < 3; i++)
-		nodes_send(ns, i, 1, ping, ping_len, t0 + 300 * NS_PER_MS);
+		send_cmd(ns, i, 1, ping, ping_len, t0 + 300 * NS_PER_MS);
 	bool seen[3] = { false };
 	for (int k = 0; k < 3; k++) {
 		CHECK_INT(nodes_next(ns, TIME_NEVER, -1, &a), CONN_OK);
@@ -83,12 +92,12 @@ main(void)
 	/* Answers forgotten are dropped as they come: the next request on that connection
 	 * gets its own answer, not the one before. */
 	redis_fixture_thaw(&frozen);
-	nodes_send(ns, 1, 2, (const char *[]){ "ECHO", "first" }, (size_t[]){ 4, 5 },
-		   clock_now() + NS_PER_S);
+	send_cmd(ns, 1, 2, (const char *[]){ "ECHO", "first" }, (size_t[]){ 4, 5 },
+		 clock_now() + NS_PER_S);
 	nodes_forget(ns);
 	CHECK(!nodes_outstanding(ns, 1));
-	nodes_send(ns, 1, 2, (const char *[]){ "ECHO", "second" }, (size_t[]){ 4, 6 },
-		   clock_now() + NS_PER_S);
+	send_cmd(ns, 1, 2, (const char *[]){ "ECHO", "second" }, (size_t[]){ 4, 6 },
+		 clock_now() + NS_PER_S);
 	CHECK_INT(nodes_next(ns, TIME_NEVER, -1, &a), CONN_OK);
 	CHECK_INT(a.result, CONN_OK);
 	CHECK_STR(reply_string(a.reply, NULL), "second");
@@ -96,8 +105,8 @@ main(void)
 
 	/* A request taken back (a blocked BLPOP) closes its connection; an interruption
 	 * comes back at once. */
-	nodes_send(ns, 0, 3, (const char *[]){ "BLPOP", "nothing", "5" }, (size_t[]){ 5, 7, 1 },
-		   TIME_NEVER);
+	send_cmd(ns, 0, 3, (const char *[]){ "BLPOP", "nothing", "5" }, (size_t[]){ 5, 7, 1 },
+		 TIME_NEVER);
 	int intr[2];
 	CHECK_INT(pipe(intr), 0);
 	CHECK_INT(write(intr[1], "x", 1), 1);

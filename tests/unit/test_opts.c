@@ -259,5 +259,42 @@ main(void)
 	CHECK(o.urls[0].password == NULL);
 	DONE();
 
+	/* A Sentinel URL's Sentinels get credentials of their own from the environment. */
+	setenv("REDLOCK_SENTINEL_USER", "watcher", 1);
+	setenv("REDLOCK_SENTINEL_PASSWORD", "s-pw", 1);
+	CHECK_INT(PARSE("-r", "redis+sentinel://:m-pw@s1/main", "-r", "redis://h", "k", "true"),
+		  OPTS_RUN);
+	CHECK_STR(o.urls[0].password, "m-pw");
+	CHECK_STR(o.urls[0].sentinel_user, "watcher");
+	CHECK_STR(o.urls[0].sentinel_password, "s-pw");
+	CHECK(o.urls[1].sentinel_user == NULL);
+	DONE();
+	unsetenv("REDLOCK_SENTINEL_USER");
+	unsetenv("REDLOCK_SENTINEL_PASSWORD");
+
+	/* --wait-replicas N[,TIMEOUT]: TTL/10 by default, at most a third of the TTL. */
+	CHECK_INT(PARSE("--wait-replicas", "2", "-t", "10s", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.replicas, 2);
+	CHECK_INT(o.replicas_timeout, NS_PER_S);
+	DONE();
+	CHECK_INT(PARSE("--wait-replicas", "1,250ms", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.replicas_timeout, 250 * NS_PER_MS);
+	DONE();
+	setenv("REDLOCK_WAIT_REPLICAS", "1", 1);
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK_INT(o.replicas, 1);
+	DONE();
+	CHECK_INT(PARSE("--wait-replicas", "0", "k", "true"), OPTS_RUN); /* the option wins */
+	CHECK_INT(o.replicas, 0);
+	CHECK_INT(o.replicas_timeout, 0);
+	DONE();
+	unsetenv("REDLOCK_WAIT_REPLICAS");
+	REFUSED("invalid --wait-replicas 'x'", "--wait-replicas", "x", "k", "true");
+	REFUSED("invalid --wait-replicas '101'", "--wait-replicas", "101", "k", "true");
+	REFUSED("from 1ms to a third of the TTL", "--wait-replicas", "1,0", "k", "true");
+	REFUSED("from 1ms to a third of the TTL", "-t", "3s", "--wait-replicas", "1,2s", "k",
+		"true");
+	REFUSED("invalid --wait-replicas timeout 'soon'", "--wait-replicas", "1,soon", "k", "true");
+
 	return check_done("opts");
 }
