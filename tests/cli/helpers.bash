@@ -8,6 +8,10 @@ bats_load_library bats-assert
 : "${REDLOCK_RUN:?meson test sets REDLOCK_RUN to the binary under test}"
 export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
 
+# The server under test: redis-server, or valkey-server (meson's *-valkey scenarios set
+# REDLOCK_TEST_SERVER); its Sentinel is the same binary with --sentinel.
+SERVER=${REDLOCK_TEST_SERVER:-redis-server}
+
 # A daemon keeps the file descriptors it was started with, and bats waits for its own fd 3
 # to close: every server is started without it.
 
@@ -18,7 +22,7 @@ redis_start() {
 	shift
 	dir=$(redis_dir "$name")
 	mkdir -p "$dir"
-	redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+	"$SERVER" --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
 		--dir "$dir" --save '' --appendonly no --daemonize yes \
 		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" 3>&-
 	wait_until 5 test -s "$dir/redis.pid"
@@ -43,7 +47,7 @@ redis_start_tcp() {
 		check=(-h 127.0.0.1 -p "$port")
 		[[ " $* " == *" --tls-port "* ]] &&
 			check+=(--tls --insecure --cert "$certs/client.crt" --key "$certs/client.key")
-		if redis-server "${args[@]}" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+		if "$SERVER" "${args[@]}" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
 			--dir "$dir" --save '' --appendonly no --daemonize yes \
 			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- &&
 			wait_until 5 redis_answers "$name" 2>/dev/null &&
@@ -200,7 +204,7 @@ redis_restart_empty() {
 	dir=$(redis_dir "$name")
 	port=$(redis_port "$name")
 	redis_stop "$name"
-	redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+	"$SERVER" --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
 		--dir "$dir" --save '' --appendonly no --daemonize yes \
 		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&-
 	wait_until 5 redis_answers "$name"
@@ -248,4 +252,104 @@ on_nodes() {
 		held_on "q$i" "$key" && n=$((n + 1))
 	done
 	echo "$n"
+}
+
+# A master with replicas and three Sentinels, for the Sentinel scenarios.
+# sentinel_start [REPLICAS]: master m1 and replicas m2.. (default one) on free loopback ports, and
+# Sentinels s1..s3 watching them as master 'main' (quorum 2, down after 1s), each on a free
+# port; REDLOCK_URL names them all. sentinel_stop stops everything, frozen or not.
+SENTINEL_MASTER=main
+sentinel_start() {
+	local replicas=${1:-1} i
+	redis_start_tcp m1
+	for ((i = 2; i <= replicas + 1; i++)); do
+		redis_start_tcp "m$i" --replicaof 127.0.0.1 "$(redis_port m1)" \
+			--replica-priority $((100 + i))
+		wait_until 10 replica_synced "m$i"
+	done
+	for i in 1 2 3; do
+		sentinel_run "s$i"
+	done
+	wait_until 10 sentinels_agree "$(redis_port m1)"
+	sentinel_use 1 2 3
+}
+# sentinel_run NAME: one Sentinel on a free port, watching master m1 (where it is now).
+sentinel_run() {
+	local name=$1 dir tries port
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	for tries in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((20000 + RANDOM % 40000))
+		echo "$port" >"$dir/port"
+		cat >"$dir/sentinel.conf" <<-EOF
+			port $port
+			bind 127.0.0.1
+			daemonize yes
+			pidfile $dir/redis.pid
+			logfile $dir/redis.log
+			dir $dir
+			sentinel monitor $SENTINEL_MASTER 127.0.0.1 $(redis_port m1) 2
+			sentinel down-after-milliseconds $SENTINEL_MASTER 1000
+			sentinel failover-timeout $SENTINEL_MASTER 5000
+			sentinel parallel-syncs $SENTINEL_MASTER 1
+		EOF
+		rm -f "$dir/redis.pid"
+		if "$SERVER" "$dir/sentinel.conf" --sentinel 3>&- &&
+			wait_until 5 sentinel_answers "$name" 2>/dev/null; then
+			return 0
+		fi
+		redis_stop "$name"
+	done
+	echo "no free port for a Sentinel" >&2
+	return 1
+}
+sentinel_answers() { redis-cli -p "$(redis_port "$1")" ping 2>/dev/null | grep -q PONG; }
+# scli NAME ARGS...: redis-cli on Sentinel (or server) NAME, over TCP.
+scli() {
+	local name=$1
+	shift
+	redis-cli -p "$(redis_port "$name")" "$@"
+}
+replica_synced() { rcli_on "$1" info replication | grep -q 'master_link_status:up'; }
+# sentinels_agree PORT: every Sentinel names the master on PORT, and knows its replicas.
+sentinels_agree() {
+	local i
+	for i in 1 2 3; do
+		[[ -s "$(redis_dir "s$i")/redis.pid" ]] || continue
+		[[ $(scli "s$i" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | tail -1) == "$1" ]] ||
+			return 1
+	done
+}
+# sentinel_url I...: redis+sentinel:// through these Sentinels.
+sentinel_url() {
+	local i hosts=()
+	for i in "$@"; do
+		hosts+=("127.0.0.1:$(redis_port "s$i")")
+	done
+	local IFS=,
+	echo "redis+sentinel://${hosts[*]}/$SENTINEL_MASTER"
+}
+sentinel_use() { REDLOCK_URL=$(sentinel_url "$@"); export REDLOCK_URL; }
+# master_port: the port of the master the Sentinels name now.
+master_port() { scli s1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | tail -1; }
+# server_on PORT: the name (m1, m2...) of the server on PORT.
+server_on() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-m*; do
+		[[ $(cat "$d/port") == "$1" ]] && echo "${d##*/redis-}" && return 0
+	done
+	return 1
+}
+# failover_done OLD_PORT: the Sentinels name another master, which says it is one.
+failover_done() {
+	local port
+	port=$(master_port) && [[ $port != "$1" ]] &&
+		redis-cli -p "$port" role 2>/dev/null | head -1 | grep -q master
+}
+sentinel_stop() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-s[0-9]* "$BATS_FILE_TMPDIR"/redis-m[0-9]*; do
+		[ -d "$d" ] && redis_stop "${d##*/redis-}"
+	done
+	return 0
 }

@@ -1,0 +1,220 @@
+#!/usr/bin/env bats
+# Sentinel and replicas (issue 10, DESIGN §3b): the master is found through the Sentinels and
+# followed through a failover, the lock kept when the promoted replica has it and lost (76,
+# saying why) when it does not, a waiter follows the master and goes on waiting, and
+# --wait-replicas makes grants and renewals count only once a replica has them. Every test
+# gets a fresh master, replica and three Sentinels on loopback ports.
+
+bats_require_minimum_version 1.5.0
+BATS_TEST_TIMEOUT=90
+load helpers
+
+setup() {
+	sentinel_start
+	dir=$BATS_TEST_TMPDIR
+}
+teardown() {
+	sentinel_stop
+	quorum_stop
+}
+
+# on_master ARGS...: redis-cli on the master the Sentinels name now.
+on_master() { redis-cli -p "$(master_port)" "$@"; }
+
+@test "found through the Sentinels, the first of them down" {
+	redis_stop s1
+	run -0 "$RR" -v job -- sh -c 'echo ran; redis-cli -p "$1" exists job' sh "$(redis_port m1)"
+	assert_line ran
+	assert_line 1
+	assert_output --partial "acquired job"
+	[[ $(rcli_on m1 exists job) == 0 ]]
+}
+
+@test "a master no Sentinel knows: 69, naming it; no Sentinel up: 69" {
+	run -69 "$RR" -r "${REDLOCK_URL%/*}/nosuch" -n job -- true
+	assert_output --partial "no Sentinel knows a master named 'nosuch'"
+	redis_stop s1
+	redis_stop s2
+	redis_stop s3
+	run -69 "$RR" -n job -- true
+	assert_output --partial "no Sentinel of master 'main' could be asked"
+	assert_output --partial "connection refused"
+}
+
+@test "a Sentinel URL with a db and credentials, alone and as a member of a quorum" {
+	rcli_on m1 config set requirepass s3cret >/dev/null
+	rcli_on m2 config set masterauth s3cret >/dev/null
+	rcli_on m2 config set requirepass s3cret >/dev/null
+	local url=${REDLOCK_URL/redis+sentinel:\/\//redis+sentinel://:s3cret@}/3
+	run -0 "$RR" -r "$url" job -- redis-cli -p "$(redis_port m1)" -a s3cret --no-auth-warning -n 3 exists job
+	assert_output 1
+	run -69 "$RR" -r "${url/s3cret/wrong}" -n job -- true
+	assert_output --partial "authentication refused"
+	# One member of a quorum of three, beside two plain servers.
+	redis_start_tcp q1
+	redis_start_tcp q2
+	run -0 "$RR" -v -r "$url" -r "redis://127.0.0.1:$(redis_port q1)" \
+		-r "redis://127.0.0.1:$(redis_port q2)" job -- sh -c \
+		'redis-cli -p "$1" -a s3cret --no-auth-warning -n 3 exists job; redis-cli -p "$2" exists job' \
+		sh "$(redis_port m1)" "$(redis_port q1)"
+	assert_line 1
+	refute_line 0
+	assert_output --regexp "granted by [23] of 3 nodes"
+}
+
+@test "a forced failover while the command runs: it runs on, and the lock is released on the new master" {
+	local old
+	old=$(master_port)
+	"$RR" -v -t 6s job -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done; exit 7' sh "$dir" \
+		2>"$dir/err" &
+	local pid=$!
+	wait_until 5 held_on m1 job
+	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
+	wait_until 20 failover_done "$old"
+	# The renewals (every 2s) go on on the new master.
+	renewed_there() { on_master info commandstats | grep -Eq 'cmdstat_eval(sha)?:calls=[1-9]'; }
+	wait_until 8 renewed_there || { cat "$dir/err"; on_master info commandstats; false; }
+	touch "$dir/go"
+	reap "$pid"
+	cat "$dir/err"
+	[ "$status" -eq 7 ]
+	[[ $(on_master exists job) == 0 ]]
+}
+
+@test "a failover that loses the key: the command is stopped, 76, and says failover" {
+	local old
+	old=$(redis_port m1)
+	"$RR" -t 10s job -- sh -c 'touch "$1/started"; exec sleep 60' sh "$dir" 2>"$dir/err" &
+	local pid=$!
+	wait_until 5 test -e "$dir/started"
+	# Replication is asynchronous: the replica may miss the lock. Here it loses it for sure,
+	# then its master dies and it is promoted.
+	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	rcli_on m2 config set replica-read-only no >/dev/null
+	rcli_on m2 del job >/dev/null
+	redis_stop m1
+	wait_until 30 failover_done "$old"
+	wait_until 20 gone "$pid"
+	reap "$pid"
+	cat "$dir/err"
+	[ "$status" -eq 76 ]
+	grep -q "moved from 127.0.0.1:$old to 127.0.0.1:$(redis_port m2) (a Sentinel failover)" "$dir/err"
+	grep -q "the new master does not have it" "$dir/err"
+	run -0 "$RR" -n job -- echo second
+	assert_output second
+}
+
+@test "the master frozen until the replica is promoted: never two commands at once" {
+	local old
+	old=$(master_port)
+	# Stopped, the first says when (SIGTERM comes first, at the end of the lease less grace).
+	"$RR" -t 3s job -- sh -c 'trap "echo end \$(date +%s%N) >>$1/log; exit 143" TERM
+		echo "start $(date +%s%N)" >>"$1/log"; sleep 8 & wait; echo "end $(date +%s%N)" >>"$1/log"' \
+		sh "$dir" 2>"$dir/err1" &
+	local first=$!
+	wait_until 5 test -s "$dir/log"
+	kill -STOP "$(redis_pid m1)"
+	# A contender that keeps trying: it may only start once the first has stopped.
+	"$RR" -w 30s job -- sh -c 'echo "start $(date +%s%N)" >>"$1/log"; echo "end $(date +%s%N)" >>"$1/log"' \
+		sh "$dir" 2>"$dir/err2" &
+	local second=$!
+	wait_until 30 failover_done "$old"
+	kill -CONT "$(redis_pid m1)"
+	wait_until 30 gone "$first"
+	wait_until 30 gone "$second"
+	reap "$second"
+	[ "$status" -eq 0 ]
+	reap "$first"
+	[[ $status == 0 || $status == 76 ]]
+	cat "$dir/log"
+	# Intervals, in order: start end start end.
+	run awk '{ print $1 }' "$dir/log"
+	assert_output "$(printf 'start\nend\nstart\nend')"
+	awk 'NR == 2 { e = $2 } NR == 3 && $2 < e { exit 1 }' "$dir/log"
+}
+
+@test "a waiter blocked during a failover follows the master and acquires after the release" {
+	local old
+	old=$(master_port)
+	"$RR" -t 3s job -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+	local holder=$!
+	wait_until 5 held_on m1 job
+	"$RR" -v job -- sh -c 'echo "$(date +%s%N)" >"$1/woke"' sh "$dir" 2>"$dir/err" &
+	local waiter=$!
+	wait_until 5 grep -q "waiting for job" "$dir/err"
+	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
+	wait_until 20 failover_done "$old"
+	sleep 0.5 # let the waiter block again, on the new master
+	touch "$dir/go"
+	reap "$holder"
+	[ "$status" -eq 0 ]
+	local released
+	released=$(date +%s%N)
+	wait_until 10 gone "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	[ "$status" -eq 0 ]
+	# Woken by the release, not by the holder's lease running out (3s).
+	(($(cat "$dir/woke") - released < 1500000000))
+}
+
+@test "--wait-replicas 1: WAIT rides with the script, once per grant and renewal" {
+	run -0 "$RR" job -- true # the scripts are known to the server from now on
+	on_master config resetstat >/dev/null
+	run -0 "$RR" --wait-replicas 1 job -- true
+	# One WAIT, for the grant; the release needs none. Nothing else was added.
+	on_master info commandstats >"$dir/stats"
+	grep -q 'cmdstat_wait:calls=1,' "$dir/stats"
+	grep -q 'cmdstat_evalsha:calls=2,' "$dir/stats"
+	run -0 "$RR" --wait-replicas 1,50ms -t 600ms job -- sleep 0.5
+	on_master info commandstats | grep -q 'cmdstat_wait:calls=[3-9],'
+	REDLOCK_WAIT_REPLICAS=1 run -0 "$RR" job -- true
+}
+
+@test "--wait-replicas 1 with the replica down: 69 within the timeout, nothing left on the master" {
+	kill -STOP "$(redis_pid m2)"
+	local t0
+	t0=$(now_ms)
+	run -69 "$RR" --wait-replicas 1,300ms -n job -- echo ran
+	kill -CONT "$(redis_pid m2)"
+	refute_line ran
+	assert_output --partial "only 0 of the 1 replicas asked for acknowledged the lock"
+	(($(now_ms) - t0 < 3000))
+	wait_until 2 test "$(rcli_on m1 exists job)" = 0
+}
+
+@test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
+	"$RR" --wait-replicas 1 -t 2s job -- sh -c 'touch "$1/started"; exec sleep 30' sh "$dir" \
+		2>"$dir/err" &
+	local pid=$!
+	wait_until 5 test -e "$dir/started"
+	local t0
+	t0=$(now_ms)
+	kill -STOP "$(redis_pid m2)"
+	wait_until 5 gone "$pid"
+	kill -CONT "$(redis_pid m2)"
+	reap "$pid"
+	cat "$dir/err"
+	[ "$status" -eq 76 ]
+	# Stopped before the lease taken at the start (2s) could lapse.
+	(($(now_ms) - t0 < 2000))
+	grep -q "only 0 of the 1 replicas asked for acknowledged the renewal" "$dir/err"
+}
+
+@test "--wait-replicas on a server that refuses WAIT: a clear 69, not a hang" {
+	rcli_on m1 acl setuser nowait on '>pw' '~*' '&*' +@all -wait >/dev/null
+	run -69 "$RR" -r "redis://nowait:pw@127.0.0.1:$(redis_port m1)" --wait-replicas 1 -n job -- true
+	assert_output --partial "cannot wait for replicas (WAIT: NOPERM"
+	[[ $(rcli_on m1 exists job) == 0 ]]
+}
+
+@test "--wait-replicas: bad values are usage errors" {
+	run -64 "$RR" --wait-replicas x job -- true
+	assert_output --partial "invalid --wait-replicas 'x'"
+	run -64 "$RR" --wait-replicas 1,0 job -- true
+	run -64 "$RR" -t 3s --wait-replicas 1,2s job -- true
+	assert_output --partial "a third of the TTL"
+	REDLOCK_WAIT_REPLICAS=-1 run -64 "$RR" job -- true
+}
