@@ -21,5 +21,8 @@ meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" "$@" || status
 log="$dir/meson-logs/testlog.json"
 passed=$(grep -c '"result": "OK"' "$log" || true)
 failed=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+command -v valkey-server >/dev/null ||
+	echo "valkey-server is not installed: the Valkey scenarios were skipped (Debian 12 has" \
+		"valkey-server and valkey-sentinel in bookworm-backports; .ci/run installs them)"
 echo "${passed} passed, ${failed} failed"
 exit "$status"
