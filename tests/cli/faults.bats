@@ -222,7 +222,7 @@ teardown() {
 
 @test "a server that hangs up on every request is asked again after growing pauses, not hammered" {
 	python3 - "$dir" <<'PY' 3>&- &
-import socket, sys
+import os, socket, sys
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen(64)
@@ -233,7 +233,9 @@ while True:
     c.recv(4096)
     c.close()
     n += 1
-    open(sys.argv[1] + "/count", "w").write(str(n))
+    # Whole or not at all: the test may read it at any moment.
+    open(sys.argv[1] + "/count.tmp", "w").write(str(n))
+    os.replace(sys.argv[1] + "/count.tmp", sys.argv[1] + "/count")
 PY
 	server=$!
 	wait_until 5 test -s "$dir/port"
