@@ -28,6 +28,11 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_line 1
 	assert_output --partial "acquired job"
 	[[ $(rcli_on m1 exists job) == 0 ]]
+	run -0 "$RR" --status job
+	rcli_on m1 set job someone-else >/dev/null
+	run -75 "$RR" --status --json job
+	assert_output --partial '"held": true'
+	assert_output --partial "\"address\": \"127.0.0.1:$(redis_port m1)\""
 }
 
 @test "a master no Sentinel knows: 69, naming it; no Sentinel up: 69" {

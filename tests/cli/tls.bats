@@ -28,6 +28,42 @@ setup() {
 
 teardown() {
 	redis_stop other
+	redis_stop sentinel
+}
+
+# sentinel_tls: a Sentinel whose only port is a TLS one (in sentinel/port), watching server
+# tls over TLS as master 'main'.
+sentinel_tls() {
+	local d tries sport
+	d=$(redis_dir sentinel)
+	mkdir -p "$d"
+	for tries in 1 2 3 4 5; do
+		sport=$((20000 + RANDOM % 40000))
+		echo "$sport" >"$d/port"
+		cat >"$d/sentinel.conf" <<-EOF
+			port 0
+			tls-port $sport
+			tls-cert-file $certs/server.crt
+			tls-key-file $certs/server.key
+			tls-ca-cert-file $certs/ca.crt
+			tls-auth-clients no
+			tls-replication yes
+			bind 127.0.0.1
+			daemonize yes
+			pidfile $d/redis.pid
+			logfile $d/redis.log
+			dir $d
+			sentinel monitor main 127.0.0.1 $port 1
+		EOF
+		"$SERVER" "$d/sentinel.conf" --sentinel 3>&- &&
+			wait_until 5 sentinel_knows_tls "$sport" 2>/dev/null && return 0
+		redis_stop sentinel
+	done
+	return 1
+}
+sentinel_knows_tls() {
+	[[ $(redis-cli --tls --cacert "$certs/ca.crt" -p "$1" sentinel get-master-addr-by-name main |
+		tail -1) == "$port" ]]
 }
 
 @test "rediss:// verified by name and by address: the lock is taken and given back" {
@@ -179,4 +215,15 @@ teardown() {
 		exec $RR -r unix://$(redis_sock tls) job -- echo plain"
 	assert_success
 	assert_output plain
+}
+
+@test "rediss+sentinel://: TLS to the Sentinels and to the master they name, both verified" {
+	sentinel_tls
+	local url="rediss+sentinel://127.0.0.1:$(redis_port sentinel)/main"
+	run -0 "$RR" -r "$url" job -- sh -c 'echo ran; redis-cli -s "$1" exists job' sh "$(redis_sock tls)"
+	assert_output "$(printf 'ran\n1')"
+	REDLOCK_CACERT=$certs/rogue.crt run -69 "$RR" -r "$url" -n job -- echo never
+	refute_output --partial never
+	assert_output --partial "no Sentinel of master 'main' could be asked: TLS with 127.0.0.1:"
+	assert_output --partial "not signed by a trusted CA"
 }
