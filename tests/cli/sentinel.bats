@@ -55,6 +55,20 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output 1
 	run -69 "$RR" -r "${url/s3cret/wrong}" -n job -- true
 	assert_output --partial "authentication refused"
+	# Sentinels that need credentials of their own get them from the environment.
+	local i
+	for i in 1 2 3; do
+		scli "s$i" acl setuser watcher on '>w4tch' '+@all' >/dev/null
+		scli "s$i" acl setuser default off >/dev/null
+	done
+	run -69 "$RR" -r "$url" -n job -- true
+	assert_output --partial "no Sentinel of master 'main' could be asked"
+	REDLOCK_SENTINEL_USER=watcher REDLOCK_SENTINEL_PASSWORD=w4tch run -0 "$RR" -r "$url" job -- echo ran
+	assert_output ran
+	for i in 1 2 3; do
+		redis-cli --user watcher --pass w4tch --no-auth-warning -p "$(redis_port "s$i")" \
+			acl setuser default on >/dev/null
+	done
 	# One member of a quorum of three, beside two plain servers.
 	redis_start_tcp q1
 	redis_start_tcp q2
