@@ -25,7 +25,7 @@ static struct sentinel *
 alloc_sentinel(const struct redis_url *url)
 {
 	struct sentinel *s = calloc(1, sizeof(*s));
-	size_t n = url->nsentinels;
+	size_t n = url->nhosts;
 
 	if (!s)
 		return NULL;
@@ -41,8 +41,8 @@ alloc_sentinel(const struct redis_url *url)
 	for (size_t i = 0; i < n; i++) {
 		s->at[i] = (struct redis_url){
 			.scheme = url->scheme,
-			.host = url->sentinels[i].host,
-			.port = url->sentinels[i].port,
+			.host = url->hosts[i].host,
+			.port = url->hosts[i].port,
 			.user = url->sentinel_user,
 			.password = url->sentinel_password,
 		};
@@ -77,7 +77,7 @@ sentinel_free(struct sentinel *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; s->conns && i < s->url->nsentinels; i++)
+	for (size_t i = 0; s->conns && i < s->url->nhosts; i++)
 		conn_free(s->conns[i]);
 	free(s->conns);
 	free(s->at);
@@ -162,7 +162,7 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 {
 	const char *argv[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s->url->master };
 	size_t lens[3] = { 8, 23, strlen(s->url->master) };
-	size_t n = s->url->nsentinels, unknown = 0, refused = 0;
+	size_t n = s->url->nhosts, unknown = 0, refused = 0;
 	char why[768] = "", line[600];
 
 	for (size_t k = 0; k < n; k++) {

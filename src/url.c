@@ -11,14 +11,24 @@
 
 #include "util.h"
 
+enum kind {
+	SERVER,
+	SENTINEL,
+	CLUSTER,
+};
+
 static const struct {
 	const char *prefix;
 	enum url_scheme scheme;
-	bool sentinel;
+	enum kind kind;
 } schemes[] = {
-	{ "redis://", URL_TCP, false },          { "rediss://", URL_TLS, false },
-	{ "unix://", URL_UNIX, false },          { "redis+sentinel://", URL_TCP, true },
-	{ "rediss+sentinel://", URL_TLS, true },
+	{ "redis://", URL_TCP, SERVER },
+	{ "rediss://", URL_TLS, SERVER },
+	{ "unix://", URL_UNIX, SERVER },
+	{ "redis+sentinel://", URL_TCP, SENTINEL },
+	{ "rediss+sentinel://", URL_TLS, SENTINEL },
+	{ "redis+cluster://", URL_TCP, CLUSTER },
+	{ "rediss+cluster://", URL_TLS, CLUSTER },
 };
 
 static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -193,28 +203,29 @@ parse_tcp(struct redis_url *url, const char *s, char *err, size_t size)
 	return parse_db(url, path + 1, strlen(path + 1), err, size);
 }
 
-/* The Sentinels of a Sentinel URL: "host[:port][,host[:port]…]", each on port 26379 unless it
- * says otherwise. */
+/* The Sentinels of a Sentinel URL, or the seeds of a cluster URL: "host[:port][,host[:port]…]",
+ * each on default_port unless it says otherwise. */
 static int
-parse_sentinels(struct redis_url *url, const char *s, size_t len, char *err, size_t size)
+parse_hosts(struct redis_url *url, const char *s, size_t len, unsigned default_port,
+	    const char *what, char *err, size_t size)
 {
 	size_t n = 1;
 
 	for (size_t i = 0; i < len; i++)
 		n += s[i] == ',';
-	if (n > URL_SENTINELS_MAX)
-		return fail(err, size, "at most %d Sentinels", URL_SENTINELS_MAX);
-	if (!(url->sentinels = calloc(n, sizeof(*url->sentinels))))
+	if (n > URL_HOSTS_MAX)
+		return fail(err, size, "at most %d %s", URL_HOSTS_MAX, what);
+	if (!(url->hosts = calloc(n, sizeof(*url->hosts))))
 		return fail(err, size, "out of memory");
-	for (const char *p = s, *end = s + len; url->nsentinels < n; p++) {
+	for (const char *p = s, *end = s + len; url->nhosts < n; p++) {
 		const char *comma = memchr(p, ',', (size_t)(end - p));
 		struct redis_url one = { 0 };
 		size_t piece = comma ? (size_t)(comma - p) : (size_t)(end - p);
 
-		if (parse_host_port(&one, p, piece, URL_SENTINEL_PORT, err, size) < 0)
+		if (parse_host_port(&one, p, piece, default_port, err, size) < 0)
 			return -1;
-		url->sentinels[url->nsentinels].host = one.host;
-		url->sentinels[url->nsentinels++].port = one.port;
+		url->hosts[url->nhosts].host = one.host;
+		url->hosts[url->nhosts++].port = one.port;
 		p += piece;
 	}
 	return 0;
@@ -230,7 +241,8 @@ parse_sentinel(struct redis_url *url, const char *s, char *err, size_t size)
 
 	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
 		return -1;
-	if (parse_sentinels(url, hosts, (size_t)(path - hosts), err, size) < 0)
+	if (parse_hosts(url, hosts, (size_t)(path - hosts), URL_SENTINEL_PORT, "Sentinels", err,
+			size) < 0)
 		return -1;
 	if (*path != '/' || path[1] == '\0' || path[1] == '/')
 		return fail(err, size, "missing the master's name (…/MASTER after the Sentinels)");
@@ -241,6 +253,31 @@ parse_sentinel(struct redis_url *url, const char *s, char *err, size_t size)
 	if (!slash || slash[1] == '\0')
 		return 0;
 	return parse_db(url, slash + 1, strlen(slash + 1), err, size);
+}
+
+/* redis+cluster://[user[:password]@]host[:port][,host[:port]…][/0] and rediss+cluster://… */
+static int
+parse_cluster(struct redis_url *url, const char *s, char *err, size_t size)
+{
+	const char *at = strrchr(s, '@'), *hosts = at ? at + 1 : s;
+	const char *path = hosts + strcspn(hosts, "/?#");
+
+	url->cluster = true;
+	if (at && parse_userinfo(url, s, (size_t)(at - s), err, size) < 0)
+		return -1;
+	if (parse_hosts(url, hosts, (size_t)(path - hosts), URL_DEFAULT_PORT, "seeds", err, size) <
+	    0)
+		return -1;
+	if (!(url->host = strdup(url->hosts[0].host)))
+		return fail(err, size, "out of memory");
+	url->port = url->hosts[0].port;
+	if (*path && *path != '/')
+		return fail(err, size, "unexpected '%s' after the seeds", path);
+	if (*path && path[1] && parse_db(url, path + 1, strlen(path + 1), err, size) < 0)
+		return -1;
+	if (url->db != 0)
+		return fail(err, size, "a cluster has db 0 only, not %d", url->db);
+	return 0;
 }
 
 /* unix://[user[:password]@]/path/to/socket[?db=N] */
@@ -288,16 +325,25 @@ url_parse(const char *s, struct redis_url *url, char *err, size_t size)
 		if (strncmp(s, schemes[i].prefix, n) != 0)
 			continue;
 		url->scheme = schemes[i].scheme;
-		r = schemes[i].sentinel       ? parse_sentinel(url, s + n, err, size)
-		    : url->scheme == URL_UNIX ? parse_unix(url, s + n, err, size)
-					      : parse_tcp(url, s + n, err, size);
+		switch (schemes[i].kind) {
+		case SENTINEL:
+			r = parse_sentinel(url, s + n, err, size);
+			break;
+		case CLUSTER:
+			r = parse_cluster(url, s + n, err, size);
+			break;
+		default:
+			r = url->scheme == URL_UNIX ? parse_unix(url, s + n, err, size)
+						    : parse_tcp(url, s + n, err, size);
+			break;
+		}
 		if (r < 0)
 			url_free(url);
 		return r;
 	}
 	return fail(err, size,
-		    "unknown scheme '%.*s' (expected redis://, rediss://, unix:// or "
-		    "redis+sentinel://)",
+		    "unknown scheme '%.*s' (expected redis://, rediss://, unix://, "
+		    "redis+sentinel:// or redis+cluster://)",
 		    (int)strcspn(s, ":"), s);
 }
 
@@ -318,9 +364,9 @@ url_free(struct redis_url *url)
 	free(url->user);
 	free_secret(url->password);
 	free(url->master);
-	for (size_t i = 0; i < url->nsentinels; i++)
-		free(url->sentinels[i].host);
-	free(url->sentinels);
+	for (size_t i = 0; i < url->nhosts; i++)
+		free(url->hosts[i].host);
+	free(url->hosts);
 	free(url->sentinel_user);
 	free_secret(url->sentinel_password);
 	memset(url, 0, sizeof(*url));
@@ -342,12 +388,12 @@ url_address(const struct redis_url *url, char *buf, size_t size)
 
 	if (url->master) {
 		len = (size_t)snprintf(buf, size, "master '%s' (Sentinel%s ", url->master,
-				       url->nsentinels > 1 ? "s" : "");
-		for (size_t i = 0; i < url->nsentinels && len + 1 < size; i++) {
+				       url->nhosts > 1 ? "s" : "");
+		for (size_t i = 0; i < url->nhosts && len + 1 < size; i++) {
 			if (i)
 				buf[len++] = ',';
-			len += host_port(buf + len, size - len, url->sentinels[i].host,
-					 url->sentinels[i].port);
+			len += host_port(buf + len, size - len, url->hosts[i].host,
+					 url->hosts[i].port);
 		}
 		if (len + 1 < size)
 			snprintf(buf + len, size - len, ")");

@@ -2,12 +2,15 @@
  * Where Redis is: redis://[user[:password]@]host[:port][/db], rediss://… (TLS), or
  * unix://[user[:password]@]/path/to/redis.sock[?db=N]; or the master that Sentinels name,
  * redis+sentinel://[user[:password]@]host[:port][,host[:port]…]/MASTER[/db] and
- * rediss+sentinel://… (TLS to the Sentinels and to the master). User and password may be
+ * rediss+sentinel://… (TLS to the Sentinels and to the master); or a Redis Cluster through its
+ * seeds, redis+cluster://[user[:password]@]host[:port][,host[:port]…][/0] and
+ * rediss+cluster://…. User and password may be
  * percent-encoded; they are the server's (the master's), never the Sentinels'.
  */
 #ifndef REDLOCK_URL_H
 #define REDLOCK_URL_H
 
+#include <stdbool.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,11 +34,13 @@ struct redis_url {
 	char *user;             /* ACL user, or NULL */
 	char *password;         /* or NULL */
 	int db;                 /* 0 unless the URL selects another */
-	/* A Sentinel URL: host and port above are unset, and the server is the master that
-	 * these Sentinels name. */
-	char *master; /* the master's name; NULL for a server URL */
-	struct url_host *sentinels;
-	size_t nsentinels;
+	/* A Sentinel URL: host and port above are unset, and the server is the master that the
+	 * Sentinels in hosts name. A cluster URL: hosts are its seeds, host and port above the
+	 * first of them. */
+	char *master; /* the master's name; NULL but for a Sentinel URL */
+	bool cluster;
+	struct url_host *hosts;
+	size_t nhosts;
 	char *sentinel_user, *sentinel_password; /* set by the caller, or NULL */
 };
 
@@ -46,7 +51,7 @@ struct redis_url {
 #define URL_BLANKS " \t\n"
 #define URL_DEFAULT_PORT 6379
 #define URL_SENTINEL_PORT 26379
-#define URL_SENTINELS_MAX 16
+#define URL_HOSTS_MAX 16
 
 /*
  * Parses s into *url, whose strings are then owned by it (url_free). On failure returns -1

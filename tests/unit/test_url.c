@@ -164,11 +164,11 @@ main(void)
 	CHECK_STR(u.master, "mymaster");
 	CHECK_STR(u.password, "pw");
 	CHECK_INT(u.db, 2);
-	CHECK_INT(u.nsentinels, 3);
-	CHECK_STR(u.sentinels[0].host, "s1");
-	CHECK_INT(u.sentinels[0].port, 26379);
-	CHECK_INT(u.sentinels[1].port, 26380);
-	CHECK_STR(u.sentinels[2].host, "::1");
+	CHECK_INT(u.nhosts, 3);
+	CHECK_STR(u.hosts[0].host, "s1");
+	CHECK_INT(u.hosts[0].port, 26379);
+	CHECK_INT(u.hosts[1].port, 26380);
+	CHECK_STR(u.hosts[2].host, "::1");
 	CHECK(u.host == NULL);
 	CHECK_STR(url_address(&u, buf, sizeof(buf)),
 		  "master 'mymaster' (Sentinels s1:26379,s2:26380,[::1]:26379)");
@@ -182,7 +182,24 @@ main(void)
 	rejects("redis+sentinel://s1:0/m", "the port must be");
 	rejects("redis+sentinel://s1/m/x", "the db must be a number");
 	rejects("redis+sentinel://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q/m", "at most 16 Sentinels");
-	rejects("redis+cluster://h", "unknown scheme 'redis+cluster'");
+
+	/* Cluster URLs: seeds on 6379 unless they say otherwise, the first one as host, db 0. */
+	CHECK_INT(parse("redis+cluster://u:p@c1,c2:7001/0"), 0);
+	CHECK(u.cluster);
+	CHECK_INT(u.scheme, URL_TCP);
+	CHECK_INT(u.nhosts, 2);
+	CHECK_STR(u.host, "c1");
+	CHECK_INT(u.port, 6379);
+	CHECK_INT(u.hosts[1].port, 7001);
+	CHECK_STR(u.password, "p");
+	CHECK_INT(parse("rediss+cluster://[::1]:7000"), 0);
+	CHECK_INT(u.scheme, URL_TLS);
+	CHECK_STR(u.host, "::1");
+	rejects("redis+cluster://c1/3", "a cluster has db 0 only, not 3");
+	rejects("redis+cluster://c1,/", "missing host");
+	rejects("redis+cluster://c1?x", "unexpected '?x' after the seeds");
+	rejects("redis+cluster://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", "at most 16 seeds");
+	rejects("redis+klaster://h", "unknown scheme 'redis+klaster'");
 
 	url_free(&u);
 	return check_done("url");
