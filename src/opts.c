@@ -113,11 +113,13 @@ opts_print_help(FILE *out)
 		"  -V, --version              show the version and exit",
 		"",
 		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
-		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or",
-		"unix://[user[:password]@]/path/to/redis.sock[?db=N], or the master that",
+		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS),",
+		"unix://[user[:password]@]/path/to/redis.sock[?db=N], the master that",
 		"Sentinels name: redis+sentinel://[user[:password]@]host[:port][,host[:port]...]",
 		"/MASTER[/db] (rediss+sentinel:// for TLS; Sentinels' own credentials come from",
-		"$REDLOCK_SENTINEL_USER and $REDLOCK_SENTINEL_PASSWORD). A password that should",
+		"$REDLOCK_SENTINEL_USER and $REDLOCK_SENTINEL_PASSWORD), or a Redis Cluster:",
+		"redis+cluster://[user[:password]@]host[:port][,host[:port]...] (any node's",
+		"redis:// URL works too; rediss+cluster:// for TLS). A password that should",
 		"not appear on the command line comes from --password-file FILE (its first",
 		"line), $REDLOCK_PASSWORD_FILE or $REDLOCK_PASSWORD.",
 		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
@@ -224,6 +226,20 @@ parse_replicas(struct opts *o, const char *arg, char *err, size_t size)
 	if (!o->replicas)
 		o->replicas_timeout = 0;
 	return OPTS_RUN;
+}
+
+/*
+ * Whether KEY's helper keys can share its Redis Cluster hash slot, as lock_aux_key names them:
+ * either KEY has a hash tag (a '{' with a '}' after it, and something between), which they
+ * keep, or it has no '}', and braces around the whole of it make the tag.
+ */
+static bool
+one_slot(const char *key)
+{
+	const char *open = strchr(key, '{');
+	const char *close = open ? strchr(open + 1, '}') : NULL;
+
+	return (close && close > open + 1) || !strchr(key, '}');
 }
 
 /* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
@@ -587,6 +603,13 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	o->key = argv[optind];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
+	if (!one_slot(o->key))
+		return usage_error(
+			err, size,
+			"KEY '%s' has a '}' but no hash tag ({...} with something in it) "
+			"before it: its helper keys could not share its Redis Cluster hash "
+			"slot; give it a tag of its own, such as '{locks}%s'",
+			o->key, o->key);
 	if (o->json && !o->status)
 		return usage_error(err, size, "--json goes with --status");
 	if (o->status && (shell_string || optind + 1 < argc))

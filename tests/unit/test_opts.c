@@ -259,6 +259,15 @@ main(void)
 	CHECK(o.urls[0].password == NULL);
 	DONE();
 
+	/* A KEY whose helper keys could not share its Redis Cluster slot is refused, whatever
+	 * the servers; one with a hash tag, or without '}', is fine. */
+	REFUSED("give it a tag of its own, such as '{locks}a}b'", "a}b", "true");
+	REFUSED("has a '}' but no hash tag", "{}b", "true");
+	CHECK_INT(PARSE("{a}b", "true"), OPTS_RUN);
+	DONE();
+	CHECK_INT(PARSE("a{b", "true"), OPTS_RUN);
+	DONE();
+
 	/* A Sentinel URL's Sentinels get credentials of their own from the environment. */
 	setenv("REDLOCK_SENTINEL_USER", "watcher", 1);
 	setenv("REDLOCK_SENTINEL_PASSWORD", "s-pw", 1);
