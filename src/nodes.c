@@ -6,12 +6,18 @@
 #include <string.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 /* How many requests one node may have outstanding, and how often a Sentinel node's may be
  * sent again to a new master. */
 #define NODE_ASKS_MAX 8
 #define NODE_RESENDS 3
+/* How often one request may be redirected before it counts as a loop, and the pauses before
+ * asking again a cluster that is busy (-TRYAGAIN) or down (-CLUSTERDOWN). */
+#define NODE_REDIRECTS 8
+#define NODE_PAUSE_MIN (10 * NS_PER_MS)
+#define NODE_PAUSE_MAX (200 * NS_PER_MS)
 /* A Sentinel node asks the Sentinels whether its master is still theirs before a request when
  * it last did longer ago than this, and gives them this long to say. */
 #define NODE_CONFIRM_AFTER (1 * NS_PER_S)
@@ -23,7 +29,7 @@
 /* A request sent, and not answered yet. */
 struct ask {
 	bool replicated;   /* WAIT follows it */
-	struct copy *copy; /* a Sentinel node's: the command, to send again to a new master */
+	struct copy *copy; /* the command, to send again elsewhere (a new master, a slot's owner) */
 };
 
 struct copy {
@@ -34,14 +40,21 @@ struct copy {
 };
 
 struct node {
+	const struct redis_url *url;
 	struct conn *conn;
 	struct sentinel *sentinel; /* a Sentinel URL's: where the master is; else NULL */
+	struct cluster *cluster;   /* once a server redirected it (or a cluster URL's): where
+				    * the slot's owner is; else NULL */
+	struct conn *side;         /* to where an -ASK pointed, for one request */
 	struct ask ask[NODE_ASKS_MAX];
 	unsigned asks;          /* requests whose answers are still to be handed out */
 	int64_t asked_at;       /* when the first of them was sent */
 	int64_t deadline;       /* when they are overdue */
 	bool was_open;          /* its connection was open when they were sent */
 	unsigned resends;       /* how often they were sent again after a failover */
+	unsigned redirects;     /* how often the first was redirected (-MOVED, -ASK) */
+	unsigned seeds_tried;   /* how many seeds have not answered it */
+	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
 	enum conn_result early; /* the connection could not be opened to send them */
 	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
 	const char *why;        /* why the last request failed, when not the connection's word */
@@ -67,18 +80,27 @@ alloc_nodes(size_t n)
 	return ns;
 }
 
-/* Node n's connection: to url, or to the master its Sentinels name, asked afresh (like a
- * sentinel of another thread's, when like is not NULL). -1 when out of memory. */
+/* Node n's connection, to url: to the server it names, to the master its Sentinels name (asked
+ * afresh), or through a cluster's seeds. like, when not NULL, is another thread's node for the
+ * same URL, whose knowledge it starts from. -1 when out of memory. */
 static int
-connect_node(struct node *n, const struct redis_url *url, const struct sentinel *like)
+connect_node(struct node *n, const struct redis_url *url, const struct node *like)
 {
-	if (url->master || like) {
-		n->sentinel = like ? sentinel_new_like(like) : sentinel_new(url);
+	n->url = url;
+	if (url->master) {
+		n->sentinel = like ? sentinel_new_like(like->sentinel) : sentinel_new(url);
 		if (!n->sentinel)
 			return -1;
-		url = sentinel_master(n->sentinel);
+		n->conn = conn_new(sentinel_master(n->sentinel));
+	} else if (url->cluster || (like && like->cluster)) {
+		n->cluster =
+			like && like->cluster ? cluster_new_like(like->cluster) : cluster_new(url);
+		if (!n->cluster)
+			return -1;
+		n->conn = conn_new(cluster_target(n->cluster));
+	} else {
+		n->conn = like ? conn_new_like(like->conn) : conn_new(url);
 	}
-	n->conn = conn_new(url);
 	return n->conn ? 0 : -1;
 }
 
@@ -108,15 +130,9 @@ nodes_new_like(const struct nodes *like)
 	for (size_t i = 0; ns && i < ns->n; i++) {
 		const struct node *l = &like->node[i];
 		struct node *n = &ns->node[i];
-		int ok;
 
 		n->held_until = l->held_until;
-		/* A Sentinel node asks its Sentinels again when it connects. */
-		if (l->sentinel)
-			ok = connect_node(n, sentinel_master(l->sentinel), l->sentinel);
-		else
-			ok = (n->conn = conn_new_like(l->conn)) ? 0 : -1;
-		if (ok < 0) {
+		if (connect_node(n, l->url, l) < 0) {
 			nodes_free(ns);
 			return NULL;
 		}
@@ -131,7 +147,8 @@ clear_asks(struct node *n)
 	for (unsigned k = 0; k < n->asks && k < NODE_ASKS_MAX; k++)
 		free(n->ask[k].copy);
 	n->asks = 0;
-	n->resends = 0;
+	n->resends = n->redirects = n->seeds_tried = 0;
+	n->pause = 0;
 	n->early = CONN_OK;
 }
 
@@ -143,7 +160,9 @@ nodes_free(struct nodes *ns)
 	for (size_t i = 0; i < ns->n; i++) {
 		clear_asks(&ns->node[i]);
 		conn_free(ns->node[i].conn);
+		conn_free(ns->node[i].side);
 		sentinel_free(ns->node[i].sentinel);
+		cluster_free(ns->node[i].cluster);
 	}
 	free(ns);
 }
@@ -216,17 +235,17 @@ copy_command(const struct command *cmd)
 	return c;
 }
 
-/* Puts a command on node n's connection, with WAIT behind it when it must be replicated. */
+/* Puts a command on connection c, with WAIT behind it when it must be replicated. */
 static void
-put(const struct nodes *ns, struct node *n, int argc, const char **argv, const size_t *lens,
+put(const struct nodes *ns, struct conn *c, int argc, const char **argv, const size_t *lens,
     bool replicated)
 {
 	char count[16];
 
-	conn_send(n->conn, argc, argv, lens);
+	conn_send(c, argc, argv, lens);
 	if (replicated) {
 		snprintf(count, sizeof(count), "%d", ns->replicas);
-		conn_send(n->conn, 3, (const char *[]){ "WAIT", count, ns->replicas_wait },
+		conn_send(c, 3, (const char *[]){ "WAIT", count, ns->replicas_wait },
 			  (size_t[]){ 4, strlen(count), strlen(ns->replicas_wait) });
 	}
 }
@@ -300,9 +319,9 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	n->deadline = time_max(n->deadline, deadline);
 	n->ask[n->asks++] = (struct ask){
 		.replicated = replicated,
-		.copy = n->sentinel ? copy_command(cmd) : NULL,
+		.copy = copy_command(cmd),
 	};
-	put(ns, n, cmd->argc, cmd->argv, cmd->lens, replicated);
+	put(ns, n->conn, cmd->argc, cmd->argv, cmd->lens, replicated);
 }
 
 int64_t
@@ -349,17 +368,17 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 		struct copy *c = n->ask[k].copy;
 		if (!c)
 			return CONN_FAILED;
-		put(ns, n, c->argc, c->argv, c->lens, n->ask[k].replicated);
+		put(ns, n->conn, c->argc, c->argv, c->lens, n->ask[k].replicated);
 	}
 	return CONN_OK;
 }
 
-/* Reads WAIT's answer, behind a replicated command's, into a->replicas. */
+/* Reads WAIT's answer, behind a replicated command's on c, into a->replicas. */
 static void
-take_replicas(struct node *n, struct answer *a)
+take_replicas(struct node *n, struct conn *c, struct answer *a)
 {
 	struct reply *r;
-	enum conn_result res = conn_recv(n->conn, &r, n->deadline, -1);
+	enum conn_result res = conn_recv(c, &r, n->deadline, -1);
 
 	if (res != CONN_OK) {
 		reply_free(a->reply);
@@ -371,7 +390,7 @@ take_replicas(struct node *n, struct answer *a)
 		a->replicas = reply_integer(r);
 	} else {
 		snprintf(n->error, sizeof(n->error), "%s cannot wait for replicas (WAIT: %s)",
-			 conn_address(n->conn),
+			 conn_address(c),
 			 reply_type(r) == REPLY_ERROR ? reply_string(r, NULL) : "unexpected reply");
 		n->why = n->error;
 	}
@@ -380,9 +399,160 @@ take_replicas(struct node *n, struct answer *a)
 
 enum take {
 	TAKEN,       /* *a is the answer */
-	SENT_AGAIN,  /* to a new master: nothing to hand out yet */
-	INTERRUPTED, /* while finding the new master */
+	SENT_AGAIN,  /* to a new master, the slot's owner, a seed: nothing to hand out yet */
+	INTERRUPTED, /* while finding where to send it */
 };
+
+/* Sends node n's requests again (send_again) instead of handing out *a. */
+static enum take
+take_again(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
+{
+	enum conn_result res;
+
+	reply_free(a->reply);
+	a->reply = NULL;
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+		return SENT_AGAIN;
+	if (res == CONN_INTERRUPTED)
+		return INTERRUPTED;
+	a->result = res;
+	return TAKEN;
+}
+
+/* Whether error e is the word w, alone or followed by more. */
+static bool
+is_error(const char *e, const char *w)
+{
+	size_t n = strlen(w);
+
+	return strncmp(e, w, n) == 0 && (e[n] == ' ' || e[n] == '\0');
+}
+
+/* Node n gets a cluster to follow, and its connection goes where that says. -1 when out of
+ * memory. */
+static int
+follow_cluster(struct node *n)
+{
+	struct cluster *c;
+	struct conn *conn;
+
+	if (n->cluster)
+		return 0;
+	if (!(c = cluster_new(n->url)) || !(conn = conn_new(cluster_target(c)))) {
+		cluster_free(c);
+		return -1;
+	}
+	conn_free(n->conn);
+	n->conn = conn;
+	n->cluster = c;
+	return 0;
+}
+
+/*
+ * -ASK: the first request goes, once, to where it points, after ASKING, on a connection of its
+ * own; its answer there is handed out. The requests behind it stay where they were.
+ */
+static enum take
+ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e, int intr_fd)
+{
+	const struct redis_url *to = cluster_asked(n->cluster, e);
+	const struct copy *c = n->ask[0].copy;
+	struct reply *r = NULL;
+	enum conn_result res;
+
+	conn_free(n->side);
+	if (!to || !c || !(n->side = conn_new(to)))
+		return TAKEN;
+	if ((res = conn_open(n->side, n->deadline, intr_fd)) == CONN_OK) {
+		conn_send(n->side, 1, (const char *[]){ "ASKING" }, (size_t[]){ 6 });
+		put(ns, n->side, c->argc, (const char **)c->argv, c->lens, n->ask[0].replicated);
+		if ((res = conn_recv(n->side, &r, n->deadline, intr_fd)) == CONN_OK) {
+			reply_free(r);
+			r = NULL;
+			res = conn_recv(n->side, &r, n->deadline, intr_fd);
+		}
+	}
+	if (res == CONN_INTERRUPTED)
+		return INTERRUPTED;
+	reply_free(a->reply);
+	a->reply = r;
+	a->result = res;
+	if (res == CONN_OK && n->ask[0].replicated)
+		take_replicas(n, n->side, a);
+	if (a->result != CONN_OK) {
+		a->maybe_landed = true;
+		snprintf(n->error, sizeof(n->error), "%s", conn_error(n->side));
+		n->why = n->error;
+	}
+	conn_close(n->side);
+	return TAKEN;
+}
+
+/*
+ * A cluster's answer that the request belongs elsewhere, or later: -MOVED (the slot's owner is
+ * there, from now on: the requests outstanding go there), -ASK (see ask_once), -TRYAGAIN and
+ * -CLUSTERDOWN (a migration or a failover under way: asked again after a pause that grows,
+ * within the deadline). TAKEN leaves in *a what to hand out: an answer that is none of these,
+ * one that came too late to follow, or redirections that go round in circles.
+ */
+static enum take
+redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
+{
+	const char *e = reply_string(a->reply, NULL);
+	bool moved = is_error(e, "MOVED"), asked = is_error(e, "ASK");
+	int64_t now = clock_now();
+
+	if (!moved && !asked && !is_error(e, "TRYAGAIN") && !is_error(e, "CLUSTERDOWN"))
+		return TAKEN;
+	if (now >= n->deadline || follow_cluster(n) < 0)
+		return TAKEN;
+	if ((moved || asked) && ++n->redirects > NODE_REDIRECTS) {
+		snprintf(n->error, sizeof(n->error),
+			 "%s redirected one request %d times (the last: %.200s): a loop",
+			 conn_address(n->conn), NODE_REDIRECTS, e);
+		n->why = n->error;
+		reply_free(a->reply);
+		a->reply = NULL;
+		a->result = CONN_REFUSED;
+		conn_close(n->conn);
+		return TAKEN;
+	}
+	if (asked) {
+		enum take t = ask_once(ns, n, a, e, intr_fd);
+		/* Where it pointed may itself say "later" (some of the keys have not moved yet)
+		 * or "elsewhere". */
+		if (t == TAKEN && a->result == CONN_OK && reply_type(a->reply) == REPLY_ERROR)
+			return redirected(ns, n, a, intr_fd);
+		return t;
+	}
+	if (moved && cluster_moved(n->cluster, e) < 0)
+		return TAKEN;
+	/* "Later" is progress, not a loop: it goes on until the deadline. */
+	if (!moved)
+		n->redirects = 0;
+	/* A slot in the middle of moving may be sent back and forth for a moment, while its
+	 * new owner is not known everywhere yet: after the first redirect, pause too. */
+	if (!moved || n->redirects > 1) {
+		n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
+		if (clock_sleep_until(time_min(now + n->pause, n->deadline), intr_fd) < 0)
+			return INTERRUPTED;
+	}
+	return take_again(ns, n, a, intr_fd);
+}
+
+/* Node n's server cannot be reached: a cluster's next seed can be, before the deadline, when
+ * the request cannot have landed. The next request goes there in any case. */
+static enum take
+next_seed(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
+{
+	size_t seeds = n->url->nhosts ? n->url->nhosts : 1;
+
+	if (!cluster_next_seed(n->cluster))
+		return TAKEN;
+	if (a->maybe_landed || ++n->seeds_tried >= seeds + 1 || clock_now() >= n->deadline)
+		return TAKEN;
+	return take_again(ns, n, a, intr_fd);
+}
 
 /* Node i's next answer, which has come, or failed, or is overdue. */
 static enum take
@@ -391,6 +561,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	struct node *n = &ns->node[i];
 	bool opened = conn_opened_at(n->conn) >= n->asked_at;
 	struct ask first = n->ask[0];
+	enum take t = TAKEN;
 
 	a->node = i;
 	a->reply = NULL;
@@ -403,29 +574,28 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	}
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
 	if (a->result == CONN_OK && first.replicated)
-		take_replicas(n, a);
+		take_replicas(n, n->conn, a);
 	if (a->result != CONN_OK)
 		a->maybe_landed = n->was_open || opened;
 	if (n->sentinel && stepped_down(a) && n->resends < NODE_RESENDS &&
-	    clock_now() < n->deadline) {
-		enum conn_result res;
-		reply_free(a->reply);
-		a->reply = NULL;
-		res = send_again(ns, n, intr_fd);
-		if (res == CONN_OK)
-			return SENT_AGAIN;
-		if (res == CONN_INTERRUPTED)
-			return INTERRUPTED;
-		a->result = res;
-	}
-	if (a->result != CONN_OK) {
-		/* The connection is closed: nothing more comes from it. */
+	    clock_now() < n->deadline)
+		t = take_again(ns, n, a, intr_fd);
+	else if (a->result == CONN_OK && reply_type(a->reply) == REPLY_ERROR)
+		t = redirected(ns, n, a, intr_fd);
+	else if (a->result == CONN_FAILED && n->cluster)
+		t = next_seed(ns, n, a, intr_fd);
+	if (t != TAKEN)
+		return t;
+	if (!conn_is_open(n->conn)) {
+		/* Nothing more comes from it. */
 		clear_asks(n);
 		return TAKEN;
 	}
 	free(first.copy);
 	memmove(&n->ask[0], &n->ask[1], (n->asks - 1) * sizeof(n->ask[0]));
 	n->asks--;
+	n->redirects = n->seeds_tried = 0;
+	n->pause = 0;
 	return TAKEN;
 }
 
@@ -509,10 +679,16 @@ void
 nodes_forget(struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++) {
-		if (ns->node[i].asks) {
-			conn_forget(ns->node[i].conn);
-			clear_asks(&ns->node[i]);
-		}
+		struct node *n = &ns->node[i];
+		if (!n->asks)
+			continue;
+		/* Requests queued on a connection still opening go out only while it is driven,
+		 * and nothing will drive it now: they are taken back, before they went out. */
+		if (conn_is_ready(n->conn))
+			conn_forget(n->conn);
+		else
+			conn_close(n->conn);
+		clear_asks(n);
 	}
 }
 

@@ -1,0 +1,167 @@
+#include "cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cluster {
+	const struct redis_url *url;
+	struct redis_url target; /* url's credentials, at the owner or a seed (host owned) */
+	struct redis_url ask;    /* the same, where an -ASK pointed (host owned) */
+	size_t seed;             /* the seed tried last */
+	bool owner_known;
+};
+
+/* A copy of url that shares its strings but owns host: a plain server URL (TCP, or TLS as the
+ * URL was), without the seeds. */
+static int
+aim(struct redis_url *to, const struct redis_url *url, const char *host, unsigned port)
+{
+	char *h = strdup(host);
+
+	if (!h)
+		return -1;
+	free(to->host);
+	*to = *url;
+	to->scheme = url->scheme == URL_UNIX ? URL_TCP : url->scheme;
+	to->path = NULL;
+	to->cluster = false;
+	to->hosts = NULL;
+	to->nhosts = 0;
+	to->host = h;
+	to->port = port;
+	return 0;
+}
+
+/* The seed numbered i (the URL itself, for a server URL). */
+static int
+aim_at_seed(struct cluster *c, size_t i)
+{
+	const struct redis_url *u = c->url;
+
+	c->seed = i;
+	c->owner_known = false;
+	if (u->nhosts)
+		return aim(&c->target, u, u->hosts[i].host, u->hosts[i].port);
+	if (u->scheme == URL_UNIX) { /* no seeds: back to the socket itself */
+		free(c->target.host);
+		c->target = *u;
+		c->target.host = NULL;
+		return 0;
+	}
+	return aim(&c->target, u, u->host, u->port);
+}
+
+struct cluster *
+cluster_new(const struct redis_url *url)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->url = url;
+	if (aim_at_seed(c, 0) < 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+struct cluster *
+cluster_new_like(const struct cluster *like)
+{
+	struct cluster *c = cluster_new(like->url);
+
+	if (c && like->owner_known &&
+	    aim(&c->target, like->url, like->target.host, like->target.port) < 0) {
+		cluster_free(c);
+		return NULL;
+	}
+	if (c) {
+		c->owner_known = like->owner_known;
+		c->seed = like->seed;
+	}
+	return c;
+}
+
+void
+cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	free(c->target.host);
+	free(c->ask.host);
+	free(c);
+}
+
+const struct redis_url *
+cluster_target(const struct cluster *c)
+{
+	return &c->target;
+}
+
+/* Reads "… host:port" (the end of a -MOVED or -ASK answer) into host (an empty one or "?":
+ * the one talked to now) and *port. */
+static int
+read_where(const struct cluster *c, const char *where, char *host, size_t size, unsigned *port)
+{
+	const char *space = strrchr(where, ' '), *colon;
+	char *end;
+	unsigned long p;
+	size_t len;
+
+	if (!space || !(colon = strrchr(space + 1, ':')))
+		return -1;
+	p = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || (*end && *end != ' ' && *end != '\r') || p == 0 || p > 65535)
+		return -1;
+	len = (size_t)(colon - (space + 1));
+	if (len == 0 || (len == 1 && space[1] == '?')) {
+		if (!c->target.host)
+			return -1;
+		len = strlen(c->target.host);
+		where = c->target.host;
+	} else {
+		where = space + 1;
+	}
+	if (len >= size)
+		return -1;
+	memcpy(host, where, len);
+	host[len] = '\0';
+	*port = (unsigned)p;
+	return 0;
+}
+
+int
+cluster_moved(struct cluster *c, const char *where)
+{
+	char host[256];
+	unsigned port;
+
+	if (read_where(c, where, host, sizeof(host), &port) < 0 ||
+	    aim(&c->target, c->url, host, port) < 0)
+		return -1;
+	c->owner_known = true;
+	return 0;
+}
+
+const struct redis_url *
+cluster_asked(struct cluster *c, const char *where)
+{
+	char host[256];
+	unsigned port;
+
+	if (read_where(c, where, host, sizeof(host), &port) < 0 ||
+	    aim(&c->ask, c->url, host, port) < 0)
+		return NULL;
+	return &c->ask;
+}
+
+bool
+cluster_next_seed(struct cluster *c)
+{
+	size_t n = c->url->nhosts ? c->url->nhosts : 1;
+
+	if (n == 1 && !c->owner_known)
+		return false;
+	return aim_at_seed(c, c->owner_known ? c->seed : (c->seed + 1) % n) == 0;
+}
