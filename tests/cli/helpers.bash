@@ -37,7 +37,7 @@ redis_start_tcp() {
 	dir=$(redis_dir "$name")
 	mkdir -p "$dir"
 	for tries in 1 2 3 4 5 6 7 8 9 10; do
-		port=$((20000 + RANDOM % 40000))
+		port=$((20000 + RANDOM % ${PORT_SPAN:-40000}))
 		echo "$port" >"$dir/port"
 		rm -f "$dir/redis.pid"
 		args=()
@@ -352,4 +352,68 @@ sentinel_stop() {
 		[ -d "$d" ] && redis_stop "${d##*/redis-}"
 	done
 	return 0
+}
+
+# A Redis Cluster, for the cluster scenarios: cluster_start MASTERS [REPLICAS_EACH] starts
+# servers c1..cN on free ports (below 50000: each also listens on its port + 10000), joins
+# them with redis-cli --cluster create, and waits until every node says the cluster is ok.
+# cluster_stop stops them all.
+cluster_start() {
+	local masters=$1 replicas=${2:-0} i n addrs=()
+	n=$((masters * (replicas + 1)))
+	for ((i = 1; i <= n; i++)); do
+		PORT_SPAN=30000 redis_start_tcp "c$i" --cluster-enabled yes \
+			--cluster-config-file "$(redis_dir "c$i")/nodes.conf" --cluster-node-timeout 2000
+		addrs+=("127.0.0.1:$(redis_port "c$i")")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
+		>"$BATS_FILE_TMPDIR/cluster-create.log" 2>&1
+	for ((i = 1; i <= n; i++)); do
+		wait_until 20 cluster_ok "c$i"
+	done
+	for ((i = 1; i <= n; i++)); do
+		[[ $(rcli_on "c$i" role | head -1) == slave ]] && wait_until 20 replica_synced "c$i"
+	done
+	return 0
+}
+cluster_ok() { rcli_on "$1" cluster info | grep -q 'cluster_state:ok'; }
+cluster_stop() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-c[0-9]*; do
+		[ -d "$d" ] && redis_stop "${d##*/redis-}"
+	done
+	return 0
+}
+# owner_of KEY: the name (c1...) of the master that owns KEY's slot.
+owner_of() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-c[0-9]*; do
+		[[ $(redis-cli -s "$d/redis.sock" role | head -1) == master ]] || continue
+		redis-cli -s "$d/redis.sock" get "$1" 2>&1 | grep -q '^MOVED\|^ASK' && continue
+		echo "${d##*/redis-}"
+		return 0
+	done
+	return 1
+}
+# cluster_masters: the names of the masters, one per line.
+cluster_masters() {
+	local d
+	for d in "$BATS_FILE_TMPDIR"/redis-c[0-9]*; do
+		[[ $(redis-cli -s "$d/redis.sock" role | head -1) == master ]] && echo "${d##*/redis-}"
+	done
+	return 0
+}
+# replica_of MASTER: the name of a replica of MASTER.
+replica_of() {
+	local id d
+	id=$(rcli_on "$1" cluster myid)
+	for d in "$BATS_FILE_TMPDIR"/redis-c[0-9]*; do
+		redis-cli -s "$d/redis.sock" cluster nodes | grep -q "myself,slave $id" &&
+			echo "${d##*/redis-}" && return 0
+	done
+	return 1
+}
+# replica_has NAME KEY: replica NAME has KEY (asked in READONLY mode, as replicas want).
+replica_has() {
+	[[ $(printf 'READONLY\nEXISTS %s\n' "$2" | redis-cli -s "$(redis_sock "$1")" | tail -1) == 1 ]]
 }

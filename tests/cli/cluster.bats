@@ -1,0 +1,324 @@
+#!/usr/bin/env bats
+# Redis Cluster (issue 11, DESIGN §3b): the lock lives on its slot's owner, found from any
+# node through -MOVED (remembered) and -ASK (once), through seeds tried in turn, with the
+# same promises as on one server. A cluster of three masters with a replica each, built by the
+# tests; the failover scenarios come last, as they change who is master.
+
+bats_require_minimum_version 1.5.0
+BATS_TEST_TIMEOUT=90
+load helpers
+
+setup_file() { cluster_start 3 1; }
+teardown_file() { cluster_stop; }
+
+setup() {
+	dir=$BATS_TEST_TMPDIR
+	local m
+	for m in $(cluster_masters); do
+		rcli_on "$m" flushall >/dev/null
+		rcli_on "$m" config resetstat >/dev/null
+	done
+}
+
+teardown() {
+	redis_stop p1
+	redis_stop p2
+}
+
+# key_on MASTER: a key whose slot MASTER owns.
+key_on() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[[ $(owner_of "k$i") == "$1" ]] && echo "k$i" && return 0
+	done
+	return 1
+}
+# another_than MASTER: a master that is not MASTER.
+another_than() { cluster_masters | grep -vx "$1" | head -1; }
+# moved_on NAME: how many -MOVED answers server NAME gave since the test began.
+moved_on() {
+	rcli_on "$1" info errorstats | sed -n 's/^errorstat_MOVED:count=\([0-9]*\).*/\1/p' |
+		grep . || echo 0
+}
+
+@test "a key on each master, through a seed that does not own it: taken, renewed, released, one redirect" {
+	local m key seed moved
+	for m in $(cluster_masters); do
+		key=$(key_on "$m")
+		seed=$(another_than "$m")
+		moved=$(moved_on "$seed")
+		run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" -t 300ms "$key" -- \
+			sh -c 'sleep 1; redis-cli -s "$1" exists "$2"' sh "$(redis_sock "$m")" "$key"
+		assert_output 1
+		[[ $(rcli_on "$m" exists "$key") == 0 ]]
+		# One -MOVED for the whole run: the watchdog and the release start at the owner.
+		[[ $(moved_on "$seed") == $((moved + 1)) ]]
+		# Renewed there: the command ran for three TTLs.
+		(($(rcli_on "$m" info commandstats |
+			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p') >= 4))
+		run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status "$key"
+		assert_output --partial "is free"
+	done
+}
+
+@test "--status through a seed names the slot's owner" {
+	local m key seed
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	seed=$(another_than "$m")
+	rcli_on "$m" set "$key" someone >/dev/null
+	run -75 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status --json "$key"
+	assert_output --partial "\"address\": \"127.0.0.1:$(redis_port "$m")\""
+}
+
+@test "redis+cluster://: the seeds are tried in turn when the first is down" {
+	local m key
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$(another_than "$m")")
+	run -0 "$RR" -r "redis+cluster://127.0.0.1:1,127.0.0.1:$(redis_port "$m")" "$key" -- echo ran
+	assert_output ran
+}
+
+@test "a cluster as one member of a quorum, beside two single servers" {
+	local m key seed
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	seed=$(another_than "$m")
+	redis_start_tcp p1
+	redis_start_tcp p2
+	run -0 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
+		-r "redis://127.0.0.1:$(redis_port p1)" -r "redis://127.0.0.1:$(redis_port p2)" "$key" -- \
+		sh -c 'redis-cli -s "$1" exists "$3"; redis-cli -s "$2" exists "$3"' sh \
+		"$(redis_sock "$m")" "$(redis_sock p1)" "$key"
+	assert_output "$(printf '1\n1')"
+	[[ $(rcli_on "$m" exists "$key") == 0 ]]
+}
+
+@test "a db other than 0: 64 in a cluster URL, 69 from the server for a plain one" {
+	run -64 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port c1)/2" job -- true
+	assert_output --partial "a cluster has db 0 only"
+	run -69 "$RR" -r "redis://127.0.0.1:$(redis_port c1)/2" -n job -- true
+	assert_output --partial "cannot select db 2"
+}
+
+@test "a KEY whose helper keys could not share its slot is refused with 64, saying how to write it" {
+	run -64 "$RR" 'a}b' -- true
+	assert_output --partial "give it a tag of its own, such as '{locks}a}b'"
+	run -64 "$RR" '{}x' -- true
+	# A key with a tag keeps it: its helpers share the slot.
+	local m key
+	m=$(cluster_masters | head -1)
+	run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$m")" "{job}:deploy" -- echo tagged
+	assert_output tagged
+}
+
+@test "a server that redirects forever: 69 naming the loop, not a hang" {
+	python3 - "$dir" <<'PY' 3>&- &
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+port = s.getsockname()[1]
+open(sys.argv[1] + "/port.tmp", "w").write(str(port))
+os.replace(sys.argv[1] + "/port.tmp", sys.argv[1] + "/port")
+while True:
+    c, _ = s.accept()
+    while c.recv(65536):
+        c.sendall(b"-MOVED 1234 :%d\r\n" % port)
+    c.close()
+PY
+	local server=$! t0
+	wait_until 5 test -s "$dir/port"
+	t0=$(now_ms)
+	run -69 "$RR" -r "redis://127.0.0.1:$(cat "$dir/port")" -n job -- echo never
+	kill "$server"
+	refute_output --partial never
+	assert_output --partial "redirected one request 8 times"
+	(($(now_ms) - t0 < 3000))
+}
+
+# interval_log: a command that writes when it starts and ends into $dir/log.
+RUN_LOGGED='echo "start $(date +%s%N)" >>"$1/log"; until [ -e "$1/go" ] || [ "$2" = once ]; do sleep 0.05; done; echo "end $(date +%s%N)" >>"$1/log"'
+
+# no_overlap: the intervals in $dir/log never overlap (start end start end ...).
+no_overlap() {
+	awk '($1 == "start") != (NR % 2 == 1) { exit 1 } NR % 2 == 1 && $2 < last { exit 1 }
+		{ last = $2 }' "$dir/log"
+}
+
+# migrate_slot SLOT FROM TO: moves SLOT by hand, as redis-cli --cluster reshard does; the
+# function named by MIGRATE_HOOK, if any, runs once the keys have moved and the slot has not.
+migrate_slot() {
+	local slot=$1 from=$2 to=$3 from_id to_id keys m
+	from_id=$(rcli_on "$from" cluster myid)
+	to_id=$(rcli_on "$to" cluster myid)
+	rcli_on "$to" cluster setslot "$slot" importing "$from_id" >/dev/null
+	rcli_on "$from" cluster setslot "$slot" migrating "$to_id" >/dev/null
+	while keys=$(rcli_on "$from" cluster getkeysinslot "$slot" 100) && [ -n "$keys" ]; do
+		# shellcheck disable=SC2086 # one argument per key
+		rcli_on "$from" migrate 127.0.0.1 "$(redis_port "$to")" "" 0 5000 keys $keys >/dev/null
+	done
+	# The keys have moved, the slot not yet: the old owner answers -ASK.
+	[ -z "${MIGRATE_HOOK:-}" ] || "$MIGRATE_HOOK"
+	for m in $(cluster_masters); do
+		rcli_on "$m" cluster setslot "$slot" node "$to_id" >/dev/null
+	done
+}
+
+@test "a slot migrated by hand while a command holds a lock in it: renewals follow, a contender waits" {
+	local src dst key slot
+	src=$(cluster_masters | head -1)
+	dst=$(another_than "$src")
+	key=$(key_on "$src")
+	slot=$(rcli_on "$src" cluster keyslot "$key")
+	"$RR" -r "redis://127.0.0.1:$(redis_port "$src")" -t 600ms "$key" -- sh -c "$RUN_LOGGED" \
+		sh "$dir" 2>"$dir/err1" &
+	local holder=$!
+	wait_until 5 test -s "$dir/log"
+	# A contender arrives through the new owner while the keys have moved and the slot has
+	# not: it is sent to the old owner, which says -ASK (and, as long as some of the lock's
+	# keys are not there, the new one says -TRYAGAIN).
+	contend() {
+		"$RR" -v -r "redis://127.0.0.1:$(redis_port "$dst")" -t 600ms "$key" -- \
+			sh -c "$RUN_LOGGED" sh "$dir" once 2>"$dir/err2" &
+		contender=$!
+		asked() { rcli_on "$src" info errorstats | grep -q '^errorstat_ASK:count=[1-9]'; }
+		wait_until 10 asked
+	}
+	MIGRATE_HOOK=contend migrate_slot "$slot" "$src" "$dst"
+	wait_until 10 grep -q "waiting for" "$dir/err2"
+	# The renewals go on, on the new owner.
+	renewed_on_dst() {
+		(($(rcli_on "$dst" info commandstats |
+			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | grep . || echo 0) >= 3))
+	}
+	wait_until 10 renewed_on_dst
+	touch "$dir/go"
+	reap "$holder"
+	cat "$dir/err1"
+	[ "$status" -eq 0 ]
+	wait_until 10 gone "$contender"
+	reap "$contender"
+	cat "$dir/err2"
+	[ "$status" -eq 0 ]
+	cat "$dir/log"
+	[[ $(wc -l <"$dir/log") == 4 ]]
+	no_overlap
+}
+
+@test "a waiter blocked while its slot moves follows it and acquires after the release" {
+	local src dst key slot t0
+	src=$(cluster_masters | head -1)
+	dst=$(another_than "$src")
+	key=$(key_on "$src")
+	slot=$(rcli_on "$src" cluster keyslot "$key")
+	"$RR" -r "redis://127.0.0.1:$(redis_port "$src")" -t 3s "$key" -- sh -c "$RUN_LOGGED" \
+		sh "$dir" &
+	local holder=$!
+	wait_until 5 test -s "$dir/log"
+	"$RR" -v -r "redis://127.0.0.1:$(redis_port "$src")" "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once \
+		2>"$dir/err" &
+	local waiter=$!
+	wait_until 5 grep -q "waiting for" "$dir/err"
+	migrate_slot "$slot" "$src" "$dst"
+	touch "$dir/go"
+	t0=$(now_ms)
+	reap "$holder"
+	[ "$status" -eq 0 ]
+	wait_until 10 gone "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	[ "$status" -eq 0 ]
+	# Woken by the release on the new owner, not by the end of the holder's lease (3s).
+	(($(now_ms) - t0 < 2000))
+	no_overlap
+}
+
+@test "contention: 8 contenders x 25 runs through different seeds during a slot migration" {
+	local src dst key slot i m seeds=()
+	src=$(cluster_masters | head -1)
+	dst=$(another_than "$src")
+	key=$(key_on "$src")
+	slot=$(rcli_on "$src" cluster keyslot "$key")
+	for m in $(cluster_masters); do
+		seeds+=("redis://127.0.0.1:$(redis_port "$m")")
+	done
+	worker() {
+		local n
+		for ((n = 0; n < 25; n++)); do
+			"$RR" -r "$1" -t 1s "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once 2>>"$dir/err" ||
+				echo "exit $?" >>"$dir/failed"
+		done
+	}
+	local pids=()
+	for ((i = 0; i < 8; i++)); do
+		worker "${seeds[i % ${#seeds[@]}]}" &
+		pids+=($!)
+	done
+	wait_until 10 test -s "$dir/log"
+	migrate_slot "$slot" "$src" "$dst"
+	for i in "${pids[@]}"; do
+		wait "$i"
+	done
+	cat "$dir/err" >&2 || true
+	[ ! -e "$dir/failed" ]
+	[[ $(grep -c start "$dir/log") == 200 ]]
+	no_overlap
+}
+
+@test "CLUSTER FAILOVER while a command holds the lock: it runs on and releases on the new master" {
+	local m key replica
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	"$RR" -r "redis://127.0.0.1:$(redis_port "$m")" -t 2s "$key" -- sh -c "$RUN_LOGGED; exit 3" \
+		sh "$dir" 2>"$dir/err" &
+	local holder=$!
+	wait_until 5 test -s "$dir/log"
+	replica=$(replica_of "$m")
+	wait_until 5 replica_has "$replica" "$key"
+	rcli_on "$replica" cluster failover >/dev/null
+	promoted() { [[ $(owner_of "$key") == "$replica" ]]; }
+	wait_until 20 promoted
+	sleep_renewals() {
+		(($(rcli_on "$replica" info commandstats |
+			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | grep . || echo 0) >= 2))
+	}
+	wait_until 10 sleep_renewals
+	touch "$dir/go"
+	reap "$holder"
+	cat "$dir/err"
+	[ "$status" -eq 3 ]
+	[[ $(rcli_on "$replica" exists "$key") == 0 ]]
+}
+
+@test "CLUSTER FAILOVER TAKEOVER on a replica that missed the key: the command is stopped, 76" {
+	local m key replica
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	replica=$(replica_of "$m")
+	# Replication is asynchronous: here the replica misses the lock for sure, as it cannot
+	# authenticate to its master any more when the lock is taken; then it takes over.
+	auth() {
+		local name=$1
+		shift
+		redis-cli -s "$(redis_sock "$name")" -a s3cret --no-auth-warning "$@"
+	}
+	rcli_on "$replica" config set masterauth wrong >/dev/null
+	rcli_on "$replica" config set requirepass s3cret >/dev/null
+	rcli_on "$m" config set requirepass s3cret >/dev/null
+	auth "$m" client kill type replica >/dev/null
+	link_down() { auth "$replica" info replication | grep -q 'master_link_status:down'; }
+	wait_until 5 link_down
+	"$RR" -r "redis://:s3cret@127.0.0.1:$(redis_port "$m")" -t 3s "$key" -- \
+		sh -c "$RUN_LOGGED" sh "$dir" 2>"$dir/err" &
+	local holder=$!
+	wait_until 5 test -s "$dir/log"
+	auth "$replica" cluster failover takeover >/dev/null
+	wait_until 20 gone "$holder"
+	reap "$holder"
+	cat "$dir/err"
+	[ "$status" -eq 76 ]
+	grep -q "lost the lock on $key" "$dir/err"
+	run -0 "$RR" -r "redis://:s3cret@127.0.0.1:$(redis_port "$m")" -n "$key" -- echo second
+	assert_output second
+}
