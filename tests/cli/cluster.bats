@@ -79,13 +79,14 @@ moved_on() {
 	assert_output ran
 }
 
-@test "a cluster as one member of a quorum, beside two single servers" {
+@test "a cluster as one member of a quorum, beside two single servers (one of them down)" {
 	local m key seed
 	m=$(cluster_masters | head -1)
 	key=$(key_on "$m")
 	seed=$(another_than "$m")
 	redis_start_tcp p1
 	redis_start_tcp p2
+	redis_stop p2 # so that the quorum needs the cluster
 	run -0 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
 		-r "redis://127.0.0.1:$(redis_port p1)" -r "redis://127.0.0.1:$(redis_port p2)" "$key" -- \
 		sh -c 'redis-cli -s "$1" exists "$3"; redis-cli -s "$2" exists "$3"' sh \
