@@ -261,10 +261,11 @@ on_nodes() {
 SENTINEL_MASTER=main
 sentinel_start() {
 	local replicas=${1:-1} i
-	redis_start_tcp m1
+	# A replica's first sync starts at once, not after the default 5s of waiting for others.
+	redis_start_tcp m1 --repl-diskless-sync-delay 0
 	for ((i = 2; i <= replicas + 1; i++)); do
 		redis_start_tcp "m$i" --replicaof 127.0.0.1 "$(redis_port m1)" \
-			--replica-priority $((100 + i))
+			--replica-priority $((100 + i)) --repl-diskless-sync-delay 0
 		wait_until 10 replica_synced "m$i"
 	done
 	for i in 1 2 3; do
@@ -363,7 +364,8 @@ cluster_start() {
 	n=$((masters * (replicas + 1)))
 	for ((i = 1; i <= n; i++)); do
 		PORT_SPAN=30000 redis_start_tcp "c$i" --cluster-enabled yes \
-			--cluster-config-file "$(redis_dir "c$i")/nodes.conf" --cluster-node-timeout 2000
+			--cluster-config-file "$(redis_dir "c$i")/nodes.conf" --cluster-node-timeout 2000 \
+			--repl-diskless-sync-delay 0
 		addrs+=("127.0.0.1:$(redis_port "c$i")")
 	done
 	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
