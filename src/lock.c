@@ -87,18 +87,24 @@ static struct script script_renew = {
 
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter;
- * ARGV[1] our value, ARGV[2] the handoff allowance in ms. Returns 1 when deleted; when not
- * ours, 0, or -1 if the fence counter is gone as well (the server lost its data).
+ * ARGV[1] our value, ARGV[2] the handoff allowance in ms, ARGV[3] how long the lock must stay
+ * taken still, in ms (--min-hold), or 0. Returns 1 when deleted (or left to expire then);
+ * when not ours, 0, or -1 if the fence counter is gone as well (the server lost its data).
  *
  * Deleting wakes the longest-blocked waiter, if any is registered and still within its
- * time: one element on the wake list, which BLPOP hands to exactly one client.
+ * time: one element on the wake list, which BLPOP hands to exactly one client. Left to
+ * expire, the lock wakes one too, which then blocks only until it expires.
  */
 static struct script script_release = {
 	.text = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
 		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
 		"  return -1\n"
 		"end\n"
-		"redis.call('DEL', KEYS[1])\n"
+		"if tonumber(ARGV[3]) > 0 then\n"
+		"  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+		"else\n"
+		"  redis.call('DEL', KEYS[1])\n"
+		"end\n"
 		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
@@ -531,13 +537,12 @@ static void
 send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 {
 	char handoff[24];
-	const char *args[6] = {
-		l->key, l->wake_key, l->waiting_key, l->fence_key, l->value, handoff
-	};
+	const char *args[7] = { l->key,  l->wake_key, l->waiting_key, l->fence_key, l->value,
+				handoff, "0" };
 	struct call call;
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	call_init(&call, &script_release, 4, 6, args);
+	call_init(&call, &script_release, 4, 7, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
@@ -1159,23 +1164,30 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	return LOCK_RENEW_FAILED;
 }
 
+int64_t
+lock_hold_left(const struct lock *l, int64_t now)
+{
+	return l->min_hold ? time_max(0, time_add(l->acquired_at, l->min_hold) - now) : 0;
+}
+
 enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	size_t released = 0, unconfirmed = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
-	char handoff[24], ttl[32];
-	const char *args[6] = {
-		l->key, l->wake_key, l->waiting_key, l->fence_key, l->value, handoff
-	};
+	char handoff[24], ttl[32], keep[24];
+	const char *args[7] = { l->key,  l->wake_key, l->waiting_key, l->fence_key, l->value,
+				handoff, keep };
 	struct call call;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
-	int64_t start = clock_now();
+	int64_t start = clock_now(), left = lock_hold_left(l, start);
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	call_init(&call, &script_release, 4, 6, args);
+	/* Rounded up: never shorter than --min-hold. */
+	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
+	call_init(&call, &script_release, 4, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;

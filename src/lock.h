@@ -28,6 +28,8 @@ struct lock {
 	int replicas;                 /* what changes the lock counts once this many replicas of
 				       * a node acknowledged it (see nodes_replicas), */
 	int64_t replicas_timeout;     /* waiting this long at most (ns) */
+	int64_t min_hold;             /* the release leaves the lock taken until this long after
+				       * acquired_at (--min-hold), or 0 */
 	long long fence;              /* once acquired: this acquisition's fencing number */
 	int64_t acquired_at;          /* once acquired: when the winning requests were sent */
 	int64_t valid_until;          /* once acquired: when the lease ends on a quorum */
@@ -121,8 +123,14 @@ enum lock_release_result {
 	LOCK_RELEASE_FAILED,      /* too few nodes could be asked: l->error says why */
 };
 
+/* How long the release must still leave the lock taken at now (l->min_hold): 0 when it may
+ * delete it. */
+int64_t lock_hold_left(const struct lock *l, int64_t now);
+
 /* Deletes KEY on every node where it still holds our value, reconnecting once where a
- * connection has gone stale. Once a quorum has answered, the others get LOCK_LAST_ANSWER. */
+ * connection has gone stale; or, while lock_hold_left says so, leaves it to expire then,
+ * waking a waiter to wait for that. Once a quorum has answered, the others get
+ * LOCK_LAST_ANSWER. */
 enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t deadline,
 				      int intr_fd);
 

@@ -122,9 +122,15 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
 	char ttl[32];
 
+	int64_t left = lock_hold_left(l, clock_now());
+
 	switch (lock_release(l, ns, clock_now() + patience, -1)) {
 	case LOCK_RELEASED:
-		msg_info("released %s", l->key);
+		if (left > 0)
+			msg_info("released %s, which stays taken for %s more (--min-hold)", l->key,
+				 duration_format(left, ttl, sizeof(ttl)));
+		else
+			msg_info("released %s", l->key);
 		break;
 	case LOCK_RELEASE_GONE:
 		if (out->lost)
@@ -230,6 +236,7 @@ main(int argc, char *argv[])
 		fatal_errno(STATUS_OSERR, "cannot make a lock token");
 	if (!(nodes = nodes_new(o.urls, o.nurls)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
+	lock.min_hold = o.min_hold;
 	if (o.replicas) {
 		lock.replicas = o.replicas;
 		lock.replicas_timeout = o.replicas_timeout;
@@ -257,8 +264,13 @@ main(int argc, char *argv[])
 		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)), out.status);
 	child_finish(&child, out.forwarded ? 0 : out.signal);
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
-	 * told to stop, and waited for only once the lock is given back. */
+	 * told to stop, and waited for only once the lock is given back. One that would undo
+	 * what --min-hold leaves of the lease is waited for first. */
 	watchdog_stop(wd);
+	if (lock_hold_left(&lock, clock_now()) > 0) {
+		watchdog_free(wd);
+		wd = NULL;
+	}
 	release(&lock, nodes, &out);
 	watchdog_free(wd);
 	child_free(&child);

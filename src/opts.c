@@ -26,6 +26,7 @@ enum {
 	OPT_INSECURE,
 	OPT_PASSWORD_FILE,
 	OPT_WAIT_REPLICAS,
+	OPT_MIN_HOLD,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
@@ -44,6 +45,7 @@ static const struct option long_options[] = {
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "cacert", required_argument, NULL, OPT_CACERT },
@@ -94,6 +96,8 @@ opts_print_help(FILE *out)
 		"      --grace DURATION       from SIGTERM to SIGKILL when COMMAND must stop",
 		"                             (default: the smaller of 5s and TTL/3)",
 		"      --max-hold DURATION    stop COMMAND once it has held the lock this long",
+		"      --min-hold DURATION    keep the lock taken this long after it was acquired,",
+		"                             even when COMMAND ends sooner (cron clock skew)",
 		"      --status               say who holds KEY, for how long, with which fence;",
 		"                             exit 0 if it is free, the conflict status if held",
 		"      --json                 with --status: one JSON object",
@@ -530,6 +534,10 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 				return usage_error(err, size,
 						   "invalid --max-hold '%s': must be more than 0",
 						   optarg);
+			break;
+		case OPT_MIN_HOLD:
+			if (!take_duration("--min-hold", optarg, &o->min_hold, err, size))
+				return OPTS_USAGE_ERROR;
 			break;
 		case OPT_STATUS:
 			o->status = true;

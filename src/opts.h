@@ -40,6 +40,7 @@ struct opts {
 	enum on_lost on_lost;
 	int64_t grace;            /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
 	int64_t max_hold;         /* 0: no limit */
+	int64_t min_hold;         /* the lock stays taken this long after it was acquired; 0 */
 	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
 	int64_t replicas_timeout; /* and how long they may take (ns) */
 	enum msg_level verbosity;

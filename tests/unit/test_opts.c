@@ -281,6 +281,15 @@ main(void)
 	unsetenv("REDLOCK_SENTINEL_USER");
 	unsetenv("REDLOCK_SENTINEL_PASSWORD");
 
+	/* --min-hold: a duration; 0 is none. */
+	CHECK_INT(PARSE("--min-hold", "10m", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.min_hold, 600 * NS_PER_S);
+	DONE();
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK_INT(o.min_hold, 0);
+	DONE();
+	REFUSED("invalid --min-hold 'x'", "--min-hold", "x", "k", "true");
+
 	/* --wait-replicas N[,TIMEOUT]: TTL/10 by default, at most a third of the TTL. */
 	CHECK_INT(PARSE("--wait-replicas", "2", "-t", "10s", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.replicas, 2);
