@@ -118,8 +118,10 @@ redis_stop() {
 	rm -f "$(redis_dir "$1")/redis.pid"
 }
 
-# held_on NAME KEY: KEY exists on server NAME (redis-cli itself succeeds either way).
+# held_on NAME KEY: KEY exists on server NAME (redis-cli itself succeeds either way); free_on:
+# it does not.
 held_on() { [[ $(rcli_on "$1" exists "$2") == 1 ]]; }
+free_on() { [[ $(rcli_on "$1" exists "$2") == 0 ]]; }
 
 # rcli [NAME] ARGS...: redis-cli on server NAME (default: main).
 rcli() { redis-cli -s "$(redis_sock main)" "$@"; }

@@ -90,7 +90,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 		2>"$dir/err" &
 	local pid=$!
 	wait_until 5 held_on m1 job
-	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	wait_until 5 held_on m2 job
 	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
 	wait_until 20 failover_done "$old"
 	# The renewals (every 2s) go on on the new master.
@@ -111,7 +111,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	wait_until 5 test -e "$dir/started"
 	# Replication is asynchronous: the replica may miss the lock. Here it loses it for sure,
 	# then its master dies and it is promoted.
-	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	wait_until 5 held_on m2 job
 	rcli_on m2 config set replica-read-only no >/dev/null
 	rcli_on m2 del job >/dev/null
 	redis_stop m1
@@ -164,7 +164,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	"$RR" -v job -- sh -c 'echo "$(date +%s%N)" >"$1/woke"' sh "$dir" 2>"$dir/err" &
 	local waiter=$!
 	wait_until 5 grep -q "waiting for job" "$dir/err"
-	wait_until 5 test "$(rcli_on m2 exists job)" = 1
+	wait_until 5 held_on m2 job
 	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
 	wait_until 20 failover_done "$old"
 	sleep 0.5 # let the waiter block again, on the new master
@@ -203,7 +203,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	refute_line ran
 	assert_output --partial "only 0 of the 1 replicas asked for acknowledged the lock"
 	(($(now_ms) - t0 < 3000))
-	wait_until 2 test "$(rcli_on m1 exists job)" = 0
+	wait_until 2 free_on m1 job
 }
 
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
