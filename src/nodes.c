@@ -502,7 +502,8 @@ redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 	bool moved = is_error(e, "MOVED"), asked = is_error(e, "ASK");
 	int64_t now = clock_now();
 
-	if (!moved && !asked && !is_error(e, "TRYAGAIN") && !is_error(e, "CLUSTERDOWN"))
+	if (n->sentinel ||
+	    (!moved && !asked && !is_error(e, "TRYAGAIN") && !is_error(e, "CLUSTERDOWN")))
 		return TAKEN;
 	if (now >= n->deadline || follow_cluster(n) < 0)
 		return TAKEN;
