@@ -257,8 +257,14 @@ reopen(struct node *n, int64_t deadline, int intr_fd)
 {
 	enum conn_result res;
 
-	if (!n->sentinel)
-		return conn_start(n->conn, deadline);
+	if (!n->sentinel) {
+		/* A seed whose name does not resolve fails at once: on to the next. */
+		size_t seeds = n->url->nhosts;
+		while ((res = conn_start(n->conn, deadline)) != CONN_OK && n->cluster &&
+		       seeds-- > 1 && cluster_next_seed(n->cluster))
+			;
+		return res;
+	}
 	res = sentinel_connect(n->sentinel, n->conn,
 			       time_min(deadline, clock_now() + NODE_RESOLVE_TIMEOUT), intr_fd);
 	if (res != CONN_OK) {
@@ -363,7 +369,7 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 	if ((res = reopen(n, n->deadline, intr_fd)) != CONN_OK)
 		return res;
 	n->asked_at = clock_now();
-	n->was_open = true;
+	n->was_open = conn_is_ready(n->conn);
 	for (unsigned k = 0; k < n->asks; k++) {
 		struct copy *c = n->ask[k].copy;
 		if (!c)

@@ -77,6 +77,12 @@ moved_on() {
 	key=$(key_on "$(another_than "$m")")
 	run -0 "$RR" -r "redis+cluster://127.0.0.1:1,127.0.0.1:$(redis_port "$m")" "$key" -- echo ran
 	assert_output ran
+	# A seed whose name does not resolve fails at once: the next one is tried all the same.
+	run -0 "$RR" -r "redis+cluster://nosuch.invalid,127.0.0.1:$(redis_port "$m")" "$key" -- echo ran
+	assert_output ran
+	# None answering: 69, and no word of a lock that may have been taken.
+	run -69 "$RR" -r "redis+cluster://nosuch.invalid,127.0.0.1:1" "$key" -- echo never
+	assert_output "redlock-run: cannot connect to 127.0.0.1:1: connection refused"
 }
 
 @test "a cluster as one member of a quorum, beside two single servers (one of them down)" {
