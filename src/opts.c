@@ -258,7 +258,9 @@ tls_from_environment(struct opts *o, char *err, size_t size)
 		{ "REDLOCK_CACERT", false, offsetof(struct tls_config, cacert) },
 		{ "REDLOCK_CACERTDIR", true, offsetof(struct tls_config, cacertdir) },
 		{ "REDLOCK_CERT", false, offsetof(struct tls_config, cert) },
-		{ "REDLOCK_KEY", false, offsetof(struct tls_config, key) },
+		/* Not REDLOCK_KEY: that names the lock in COMMAND's environment, where a
+		 * redlock-run of its own would take it for a file. */
+		{ "REDLOCK_CERT_KEY", false, offsetof(struct tls_config, key) },
 	};
 	const char *v;
 

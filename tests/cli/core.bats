@@ -136,6 +136,13 @@ section() {
 	assert_output 0
 }
 
+@test "a redlock-run inside the command: REDLOCK_KEY is the lock's name, not a TLS key file" {
+	run -75 "$RR" outer -- "$RR" --status outer # held: the conflict status
+	assert_output --partial "outer is held by"
+	run -0 "$RR" outer -- "$RR" -n inner -- sh -c 'echo "$REDLOCK_KEY"'
+	assert_output inner
+}
+
 @test "the command sees REDLOCK_KEY, REDLOCK_TOKEN and a REDLOCK_FENCE that grows" {
 	run "$RR" nightly -- sh -c 'echo "$REDLOCK_KEY|$REDLOCK_TOKEN|$REDLOCK_FENCE"'
 	assert_success

@@ -150,7 +150,7 @@ sentinel_knows_tls() {
 		job -- echo ran
 	assert_success
 	assert_output ran
-	run --separate-stderr env REDLOCK_CERT="$certs/client.crt" REDLOCK_KEY="$certs/client.key" \
+	run --separate-stderr env REDLOCK_CERT="$certs/client.crt" REDLOCK_CERT_KEY="$certs/client.key" \
 		"$RR" -r "$url" job -- echo ran from the environment
 	assert_output "ran from the environment"
 }
