@@ -201,6 +201,14 @@ nodes_error(const struct nodes *ns, size_t i)
 }
 
 const char *
+nodes_role(const struct nodes *ns, size_t i)
+{
+	const struct node *n = &ns->node[i];
+
+	return n->sentinel ? "the master" : n->cluster ? "the owner of its slot" : NULL;
+}
+
+const char *
 nodes_failover(const struct nodes *ns, size_t i)
 {
 	return ns->node[i].sentinel ? sentinel_failover(ns->node[i].sentinel) : NULL;

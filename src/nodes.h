@@ -95,6 +95,9 @@ void nodes_cancel(struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);
+/* How node i's server was found, when not from its URL alone: "the master" (its Sentinels
+ * named it) or "the owner of its slot" (a cluster redirected it there); else NULL. */
+const char *nodes_role(const struct nodes *ns, size_t i);
 /* What a failover did to node i (a Sentinel's master that moved), or NULL. */
 const char *nodes_failover(const struct nodes *ns, size_t i);
 /* Whether node i's connection resumed an earlier TLS session. */

@@ -166,8 +166,13 @@ query_print_text(FILE *out, const struct status *s)
 
 	if (s->decided)
 		text_state(out, "", s->key, &s->all);
+	/* With one server, where a Sentinel or a cluster sent the question is worth a line. */
+	if (s->count == 1 && s->node[0].role && s->node[0].st.answered)
+		fprintf(out, "  on %s, %s\n", s->node[0].address, s->node[0].role);
 	for (size_t i = 0; s->count > 1 && i < s->count; i++) {
-		snprintf(prefix, sizeof(prefix), "  on %s: ", s->node[i].address);
+		snprintf(prefix, sizeof(prefix), "  on %s%s%s%s: ", s->node[i].address,
+			 s->node[i].role ? " (" : "", s->node[i].role ? s->node[i].role : "",
+			 s->node[i].role ? ")" : "");
 		if (s->node[i].st.answered)
 			text_state(out, prefix, s->key, &s->node[i].st);
 		else
@@ -237,6 +242,7 @@ query_status(const struct opts *o)
 	s->decided = lock_query(&l, ns, clock_now() + l.io_timeout, node, &s->all) == 0;
 	for (size_t i = 0; i < s->count; i++) {
 		s->node[i].address = nodes_address(ns, i);
+		s->node[i].role = nodes_role(ns, i);
 		s->node[i].st = node[i];
 		any = any || node[i].answered;
 	}

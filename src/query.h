@@ -32,6 +32,8 @@ struct status {
 	struct lock_state all; /* the quorum's view, when decided */
 	struct {
 		const char *address;
+		const char *role;     /* "the master", "the owner of its slot", or NULL (see
+				       * nodes_role) */
 		struct lock_state st; /* st.answered, else st.error says why */
 		struct eviction ev;
 	} node[NODES_MAX];

@@ -69,6 +69,8 @@ moved_on() {
 	rcli_on "$m" set "$key" someone >/dev/null
 	run -75 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status --json "$key"
 	assert_output --partial "\"address\": \"127.0.0.1:$(redis_port "$m")\""
+	run -75 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status "$key"
+	assert_line "  on 127.0.0.1:$(redis_port "$m"), the owner of its slot"
 }
 
 @test "redis+cluster://: the seeds are tried in turn when the first is down" {

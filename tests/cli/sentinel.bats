@@ -29,6 +29,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output --partial "acquired job"
 	[[ $(rcli_on m1 exists job) == 0 ]]
 	run -0 "$RR" --status job
+	assert_line "  on 127.0.0.1:$(redis_port m1), the master"
 	rcli_on m1 set job someone-else >/dev/null
 	run -75 "$RR" --status --json job
 	assert_output --partial '"held": true'
