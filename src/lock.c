@@ -26,6 +26,22 @@ struct script {
 	char sha[SHA1_HEX_SIZE]; /* filled in by lock_init */
 };
 
+/* The acquire scripts' end when the lock is held: with `handoff` ms (ARGV[3]) > 0, ARGV[1]
+ * is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of the
+ * holder's lease, so that the release wakes it; otherwise it leaves that line. */
+#define WAIT_IN_LINE                                                                               \
+	"if handoff > 0 then\n"                                                                    \
+	"  local t = redis.call('TIME')\n"                                                         \
+	"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                    \
+	"  local life = math.max(pttl, 0) + handoff\n"                                             \
+	"  redis.call('ZADD', KEYS[4], now + life, ARGV[1])\n"                                     \
+	"  if redis.call('PTTL', KEYS[4]) < life then\n"                                           \
+	"    redis.call('PEXPIRE', KEYS[4], life)\n"                                               \
+	"  end\n"                                                                                  \
+	"else\n"                                                                                   \
+	"  redis.call('ZREM', KEYS[4], ARGV[1])\n"                                                 \
+	"end\n"
+
 /*
  * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters;
  * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] the handoff allowance in ms if we will
@@ -53,19 +69,7 @@ static struct script script_acquire = {
 		"  return {1, redis.call('INCR', KEYS[2])}\n"
 		"end\n"
 		"local pttl = redis.call('PTTL', KEYS[1])\n"
-		"local handoff = tonumber(ARGV[3])\n"
-		"if handoff > 0 then\n"
-		"  local t = redis.call('TIME')\n"
-		"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"  local life = math.max(pttl, 0) + handoff\n"
-		"  redis.call('ZADD', KEYS[4], now + life, ARGV[1])\n"
-		"  if redis.call('PTTL', KEYS[4]) < life then\n"
-		"    redis.call('PEXPIRE', KEYS[4], life)\n"
-		"  end\n"
-		"else\n"
-		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
-		"end\n"
-		"return {0, pttl, holder}\n",
+		"local handoff = tonumber(ARGV[3])\n" WAIT_IN_LINE "return {0, pttl, holder}\n",
 };
 
 /*
@@ -84,6 +88,15 @@ static struct script script_renew = {
 		"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
 		"return -1\n",
 };
+
+/* The release scripts' end: the waiters whose time is over (KEYS[3], as of `now`) leave the
+ * line, and if anyone is left, one wake-up goes on the wake list (KEYS[2]) for ARGV[2] ms. */
+#define WAKE_ONE                                                                                   \
+	"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"                                   \
+	"if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                             \
+	"  redis.call('RPUSH', KEYS[2], 1)\n"                                                      \
+	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"                                              \
+	"end\n"
 
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter;
@@ -106,19 +119,107 @@ static struct script script_release = {
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
 		"local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n" WAKE_ONE "return 1\n",
+};
+
+/*
+ * A semaphore (--limit N) is a sorted set at KEY: each holder's value, scored by when its lease
+ * ends (server time, ms), and the member "limit:N", scored -1, that says which N the holders
+ * agreed on. The key lives as long as its last holder. The scripts take the same KEYS as the
+ * lock's, and answer in the same shapes.
+ *
+ * Acquire: ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] "HANDOFF:N" (two numbers in one
+ * argument: ten in all). {1, fence, holders} when a place is ours; {0, ms until the first
+ * lease ends, its holder} when all N are taken (a waiter is registered as for the lock);
+ * an error "LIMIT …" when KEY is held with another N.
+ */
+static struct script script_sem_acquire = {
+	.writes = true,
+	.text = "local handoff, limit = string.match(ARGV[3], '^(%d+):(%d+)$')\n"
+		"handoff, limit = tonumber(handoff), tonumber(limit)\n"
+		"local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"
-		"if redis.call('EXISTS', KEYS[3]) == 1 then\n"
-		"  redis.call('RPUSH', KEYS[2], 1)\n"
-		"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+		"local tag = 'limit:' .. limit\n"
+		"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
+		"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
+		"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
+		"if old and old ~= tag and count > 0 then\n"
+		"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+		"    string.sub(old, 7) .. ', not ' .. limit)\n"
 		"end\n"
-		"return 1\n",
+		"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+		"if mine or count < limit then\n"
+		"  if old and old ~= tag then redis.call('ZREM', KEYS[1], old) end\n"
+		"  redis.call('ZADD', KEYS[1], -1, tag, now + tonumber(ARGV[2]), ARGV[1])\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+		"  return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n"
+		"end\n"
+		"local first = redis.call('ZRANGEBYSCORE', KEYS[1], 0, '+inf', 'WITHSCORES', "
+		"'LIMIT', 0, 1)\n"
+		"local pttl = first[2] - now\n" WAIT_IN_LINE "return {0, pttl, first[1]}\n",
+};
+
+/* A semaphore's renewal: as the lock's (1, 0 or -1), our place extended to a full TTL. */
+static struct script script_sem_renew = {
+	.writes = true,
+	.text = "local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local score = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+		"if score and tonumber(score) > now then\n"
+		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		"  return 1\n"
+		"end\n"
+		"if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n"
+		"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
+		"return -1\n",
+};
+
+/* A semaphore's release: as the lock's, for our place; the key goes with its last holder. */
+static struct script script_sem_release = {
+	.text = "local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local score = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+		"if not score or tonumber(score) <= now then\n"
+		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
+		"  return -1\n"
+		"end\n"
+		"if tonumber(ARGV[3]) > 0 then\n"
+		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])\n"
+		"else\n"
+		"  redis.call('ZREM', KEYS[1], ARGV[1])\n"
+		"end\n"
+		"if redis.call('ZCOUNT', KEYS[1], now + 1, '+inf') == 0 then\n"
+		"  redis.call('DEL', KEYS[1])\n"
+		"else\n"
+		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		"end\n" WAKE_ONE "return 1\n",
 };
 
 /* KEYS[1] the lock, KEYS[2] its fence counter. Returns {value, PTTL, fence}, with false for
- * a value or fence that is not there. Reads only. */
+ * a value or fence that is not there; for a semaphore, {-1, "limit:N", fence, then each live
+ * holder's value and ms left, the first to end first, 16 at most}. Reads only. */
 static struct script script_query = {
-	.text = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
+	.text = "if redis.call('TYPE', KEYS[1]).ok == 'zset' then\n"
+		"  local t = redis.call('TIME')\n"
+		"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"  local out = {-1, redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or false,\n"
+		"               redis.call('GET', KEYS[2])}\n"
+		"  local h = redis.call('ZRANGEBYSCORE', KEYS[1], now + 1, '+inf', 'WITHSCORES',\n"
+		"                       'LIMIT', 0, 16)\n"
+		"  for i = 1, #h, 2 do\n"
+		"    out[#out + 1] = h[i]\n"
+		"    out[#out + 1] = h[i + 1] - now\n"
+		"  end\n"
+		"  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"
+		"  return out\n"
+		"end\n"
+		"return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
 		"        redis.call('GET', KEYS[2])}\n",
 };
 
@@ -133,8 +234,39 @@ static struct script script_fence = {
 		"return 1\n",
 };
 
-static struct script *const scripts[] = { &script_acquire, &script_renew, &script_release,
-					  &script_query, &script_fence };
+static struct script *const scripts[] = {
+	&script_acquire, &script_renew,       &script_release,   &script_query,
+	&script_fence,   &script_sem_acquire, &script_sem_renew, &script_sem_release,
+};
+
+/* The scripts of the lock, or of a semaphore (--limit). */
+struct kind {
+	struct script *acquire, *renew, *release;
+};
+
+static const struct kind exclusive = { &script_acquire, &script_renew, &script_release };
+static const struct kind semaphore = { &script_sem_acquire, &script_sem_renew,
+				       &script_sem_release };
+
+static const struct kind *
+kind_of(const struct lock *l)
+{
+	return l->limit > 1 ? &semaphore : &exclusive;
+}
+
+/* The acquire script's ARGV[3]: the handoff allowance in ms (0: not waiting), and for a
+ * semaphore ":N". */
+static const char *
+handoff_arg(const struct lock *l, bool waiting, char *buf, size_t size)
+{
+	long long ms = waiting ? (long long)(LOCK_HANDOFF / NS_PER_MS) : 0;
+
+	if (l->limit > 1)
+		snprintf(buf, size, "%lld:%d", ms, l->limit);
+	else
+		snprintf(buf, size, "%lld", ms);
+	return buf;
+}
 
 static void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -440,7 +572,9 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r)
 		const char *e = reply_string(r, NULL);
 		set_error(l, "%s refused to take %s: %s%s", address, l->key, e,
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
-						       : "");
+			  : strncmp(e, "WRONGTYPE", 9) != 0 ? ""
+			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
+					 : "; it is used with --limit elsewhere");
 		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
@@ -451,6 +585,9 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r)
 	}
 	if (reply_integer(e0) == 1) {
 		l->fence = reply_integer(e1);
+		l->holders = reply_count(r) > 2 && reply_type(reply_element(r, 2)) == REPLY_INTEGER
+				     ? reply_integer(reply_element(r, 2))
+				     : 1;
 		return REPLY_ACQUIRED;
 	}
 	l->holder_ttl = ttl_ns(reply_integer(e1));
@@ -542,7 +679,7 @@ send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 	struct call call;
 
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	call_init(&call, &script_release, 4, 7, args);
+	call_init(&call, kind_of(l)->release, 4, 7, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
@@ -716,10 +853,10 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	/* WAIT may take its whole timeout on top. */
 	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
 	ttl_ms(l, ttl, sizeof(ttl));
-	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	args[6] = q->wait != 0 && rd->start < q->wait_deadline ? handoff : "0";
-	call_init(&call, &script_acquire, 4, 7, args);
+	args[6] = handoff_arg(l, q->wait != 0 && rd->start < q->wait_deadline, handoff,
+			      sizeof(handoff));
+	call_init(&call, kind_of(l)->acquire, 4, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
 		(*meanwhile)(arg);
@@ -1065,18 +1202,23 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	size_t yes = 0, lost = 0, none = nodes_count(ns) - nodes_quorum(ns);
 	bool regrant[NODES_MAX] = { false }, told = false;
 	enum lock_renewal how = LOCK_GONE_WITH_DATA;
-	char ttl[24], holder[LOCK_HOLDER_MAX] = "";
+	char ttl[24], holder[LOCK_HOLDER_MAX] = "", handoff[32];
 	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
-	const char *again_args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
-				      l->value, ttl,          "0" };
+	const char *again_args[7] = { l->key,
+				      l->fence_key,
+				      l->wake_key,
+				      l->waiting_key,
+				      l->value,
+				      ttl,
+				      handoff_arg(l, false, handoff, sizeof(handoff)) };
 	struct call call, again;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 
 	ttl_ms(l, ttl, sizeof(ttl));
-	call_init(&call, &script_renew, 2, 4, args);
-	call_init(&again, &script_acquire, 4, 7, again_args);
+	call_init(&call, kind_of(l)->renew, 2, 4, args);
+	call_init(&again, kind_of(l)->acquire, 4, 7, again_args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
@@ -1187,7 +1329,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	/* Rounded up: never shorter than --min-hold. */
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
-	call_init(&call, &script_release, 4, 7, args);
+	call_init(&call, kind_of(l)->release, 4, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
@@ -1253,6 +1395,38 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	return LOCK_RELEASE_FAILED;
 }
 
+/* A semaphore's state from the query script's {-1, "limit:N", fence, value, ms, …, count}. */
+static int
+read_semaphore(struct lock *l, const char *address, const struct reply *r, struct lock_state *st)
+{
+	size_t n = reply_count(r), len;
+	const struct reply *tag = reply_element(r, 1), *fence = reply_element(r, 2);
+	const struct reply *count = reply_element(r, n - 1);
+
+	if (reply_type(count) != REPLY_INTEGER || n % 2 != 0) {
+		set_error(l, "unexpected reply from %s to the query script", address);
+		return -1;
+	}
+	st->answered = true;
+	st->limit = reply_type(tag) == REPLY_STRING ? atoi(reply_string(tag, NULL) + 6) : 0;
+	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
+	st->holders = (size_t)time_max(0, reply_integer(count));
+	for (size_t i = 3, k = 0; i + 1 < n - 1 && k < LOCK_STATE_HOLDERS; i += 2, k++) {
+		const char *v = reply_string(reply_element(r, i), &len);
+		snprintf(st->holder[k].value, sizeof(st->holder[k].value), "%.*s", (int)len,
+			 v ? v : "");
+		st->holder[k].ttl = reply_type(reply_element(r, i + 1)) == REPLY_INTEGER
+					    ? ttl_ns(reply_integer(reply_element(r, i + 1)))
+					    : -1;
+	}
+	st->held = st->limit > 0 && st->holders >= (size_t)st->limit;
+	if (st->holders) {
+		snprintf(st->value, sizeof(st->value), "%s", st->holder[0].value);
+		st->ttl = st->holder[0].ttl;
+	}
+	return 0;
+}
+
 /* Reads the query script's reply from the server at address into *st: 0, or -1 with l->error
  * set. */
 static int
@@ -1261,6 +1435,9 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	const struct reply *value, *pttl, *fence;
 	size_t len;
 
+	if (reply_type(r) == REPLY_ARRAY && reply_count(r) >= 4 &&
+	    reply_type(reply_element(r, 0)) == REPLY_INTEGER)
+		return read_semaphore(l, address, r, st);
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
 	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
 		set_error(l, "%s refused to say who holds %s: %s", address, l->key,
@@ -1361,5 +1538,9 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state
 		reply_free(a.reply);
 	}
 	nodes_cancel(ns);
+	if (nodes_count(ns) == 1 && node[0].answered) {
+		*st = node[0]; /* a semaphore's holders too */
+		return 0;
+	}
 	return quorum_view(l, ns, node, st);
 }

@@ -30,6 +30,9 @@ struct lock {
 	int64_t replicas_timeout;     /* waiting this long at most (ns) */
 	int64_t min_hold;             /* the release leaves the lock taken until this long after
 				       * acquired_at (--min-hold), or 0 */
+	int limit;                    /* up to this many holders at once (--limit): a semaphore
+				       * when more than 1 */
+	long long holders;            /* once acquired: how many held it then, us included */
 	long long fence;              /* once acquired: this acquisition's fencing number */
 	int64_t acquired_at;          /* once acquired: when the winning requests were sent */
 	int64_t valid_until;          /* once acquired: when the lease ends on a quorum */
@@ -134,13 +137,23 @@ int64_t lock_hold_left(const struct lock *l, int64_t now);
 enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t deadline,
 				      int intr_fd);
 
+/* How many of a semaphore's holders a state lists. */
+#define LOCK_STATE_HOLDERS 16
+
 struct lock_state {
 	bool answered; /* a node's state: it answered (else error says why) */
 	char error[300];
-	bool held;
-	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held */
-	int64_t ttl;                 /* what is left of the holder's lease, ns; -1: no expiry */
+	bool held;                   /* no one else can take it now (a semaphore: all N are) */
+	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held (a semaphore: the one whose
+				      * lease ends first, when any) */
+	int64_t ttl;                 /* what is left of that lease, ns; -1: no expiry */
 	long long fence;             /* the last fence handed out; -1: never taken */
+	int limit;                   /* a semaphore's N; 0 for a lock */
+	size_t holders;              /* a semaphore's holders, of which holder[] has the first */
+	struct {
+		char value[LOCK_HOLDER_MAX];
+		int64_t ttl;
+	} holder[LOCK_STATE_HOLDERS];
 };
 
 /* Asks every node who holds the lock, without touching it: each node's view into node[i] (one

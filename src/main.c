@@ -158,16 +158,20 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	}
 }
 
-/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE,
- * whose strings are left in vars (for the caller to free, as the array returned). */
+/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE, and
+ * for a semaphore REDLOCK_HOLDERS, whose strings are left in vars (for the caller to free, as
+ * the array returned). */
 static char **
-command_environment(const struct lock *l, char *vars[3])
+command_environment(const struct lock *l, char *vars[4])
 {
+	size_t n = l->limit > 1 ? 4 : 3;
+
 	if (asprintf(&vars[0], "REDLOCK_KEY=%s", l->key) < 0 ||
 	    asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) < 0 ||
-	    asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) < 0)
+	    asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) < 0 ||
+	    (n == 4 && asprintf(&vars[3], "REDLOCK_HOLDERS=%lld", l->holders) < 0))
 		return NULL;
-	return child_environment(environ, vars, 3);
+	return child_environment(environ, vars, n);
 }
 
 /* Nothing can run under the lock (no memory, thread or process): give it back and exit. */
@@ -193,7 +197,7 @@ main(int argc, char *argv[])
 	struct child child;
 	struct watchdog *wd;
 	struct outcome out;
-	char err[512], **env, *vars[3] = { NULL, NULL, NULL };
+	char err[512], **env, *vars[4] = { NULL, NULL, NULL, NULL };
 
 	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
 	case OPTS_HELP:
@@ -237,6 +241,7 @@ main(int argc, char *argv[])
 	if (!(nodes = nodes_new(o.urls, o.nurls)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
 	lock.min_hold = o.min_hold;
+	lock.limit = o.limit;
 	if (o.replicas) {
 		lock.replicas = o.replicas;
 		lock.replicas_timeout = o.replicas_timeout;
@@ -278,7 +283,7 @@ main(int argc, char *argv[])
 	nodes_free(nodes);
 	lock_free(&lock);
 	free(env);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(vars[i]);
 	opts_free(&o);
 	if (out.signal)

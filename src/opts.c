@@ -29,7 +29,7 @@ enum {
 	OPT_MIN_HOLD,
 };
 
-static const char short_options[] = "+:r:t:nw:E:c:xevqhV";
+static const char short_options[] = "+:r:t:nw:E:c:l:xevqhV";
 
 static const struct option long_options[] = {
 	{ "redis", required_argument, NULL, 'r' },
@@ -42,6 +42,7 @@ static const struct option long_options[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "command", required_argument, NULL, 'c' },
 	{ "exclusive", no_argument, NULL, 'x' },
+	{ "limit", required_argument, NULL, 'l' },
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
@@ -89,7 +90,9 @@ opts_print_help(FILE *out)
 		"  -E, --conflict-exit-code N",
 		"                             exit status when the lock is not acquired (75)",
 		"  -c, --command STRING       run STRING with $SHELL -c (or /bin/sh)",
-		"  -x, -e, --exclusive        an exclusive lock: the only kind there is (as flock)",
+		"  -x, -e, --exclusive        an exclusive lock (the default, as flock)",
+		"  -l, --limit N              up to N holders of KEY at once (a semaphore);",
+		"                             --limit 1 is the lock",
 		"      --on-lost term|kill|ignore",
 		"                             what happens to COMMAND if the lock is lost",
 		"                             (term: SIGTERM, then SIGKILL after --grace)",
@@ -126,7 +129,8 @@ opts_print_help(FILE *out)
 		"redis:// URL works too; rediss+cluster:// for TLS). A password that should",
 		"not appear on the command line comes from --password-file FILE (its first",
 		"line), $REDLOCK_PASSWORD_FILE or $REDLOCK_PASSWORD.",
-		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE.",
+		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE (and",
+		"REDLOCK_HOLDERS with --limit).",
 		"",
 		"Exit status: COMMAND's own; 128+N if it was killed by signal N; 64 usage error;",
 		"69 Redis unavailable; 71 system error; 75 lock not acquired (see -E);",
@@ -244,6 +248,21 @@ one_slot(const char *key)
 	const char *close = open ? strchr(open + 1, '}') : NULL;
 
 	return (close && close > open + 1) || !strchr(key, '}');
+}
+
+/* A count from 0 to max, all digits: 0, or -1. */
+static int
+parse_count(const char *s, int max, int *out)
+{
+	long n = 0;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 9)
+		return -1;
+	n = strtol(s, NULL, 10);
+	if (n > max)
+		return -1;
+	*out = (int)n;
+	return 0;
 }
 
 /* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
@@ -514,6 +533,11 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case 'c':
 			shell_string = optarg;
 			break;
+		case 'l':
+			if (parse_count(optarg, OPTS_LIMIT_MAX, &o->limit) < 0 || o->limit < 1)
+				return usage_error(err, size, "invalid --limit '%s': 1 to %d",
+						   optarg, OPTS_LIMIT_MAX);
+			break;
 		case 'x':
 		case 'e':
 			/* flock's names for the only mode there is: scripts written for flock
@@ -648,6 +672,17 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	else
 		out = parse_urls(o, urls, nurls, source, password_file, err, size);
 	free(env_urls);
+	/* Majorities of servers that each admit N holders can admit more than N between them
+	 * (with 3 servers and N = 2, three holders on {1,2}, {2,3} and {1,3}). */
+	if (out == OPTS_RUN && o->limit > 1 && o->nurls > 1) {
+		opts_free(o);
+		out = usage_error(
+			err, size,
+			"--limit %d with %zu servers: a quorum of servers cannot keep the "
+			"holders to %d; use one server (a Sentinel or a cluster URL counts "
+			"as one)",
+			o->limit, nurls, o->limit);
+	}
 	return out;
 }
 

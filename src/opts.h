@@ -28,6 +28,7 @@ enum on_lost {
 /* --wait-replicas: at most this many, waited for TTL/10 unless it says otherwise. */
 #define OPTS_REPLICAS_MAX 100
 #define OPTS_REPLICAS_WAIT_SHARE 10
+#define OPTS_LIMIT_MAX 100000
 
 struct opts {
 	const char *key;
@@ -41,6 +42,7 @@ struct opts {
 	int64_t grace;            /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
 	int64_t max_hold;         /* 0: no limit */
 	int64_t min_hold;         /* the lock stays taken this long after it was acquired; 0 */
+	int limit;                /* --limit: up to this many holders at once (1: a lock) */
 	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
 	int64_t replicas_timeout; /* and how long they may take (ns) */
 	enum msg_level verbosity;

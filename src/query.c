@@ -55,6 +55,28 @@ query_evictable(const struct eviction *ev)
 	return ev->policy[0] && strcmp(ev->policy, "noeviction") != 0 && ev->limit > 0;
 }
 
+/* One holder of "holders": {"host", "pid", "token", "ttl_ms"}, after a comma unless first. */
+static void
+json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
+{
+	char host[LOCK_HOLDER_MAX];
+	long pid;
+	bool ours = lock_parse_holder(value, host, sizeof(host), &pid) == 0;
+
+	fputs(i ? ", {\"host\": " : "{\"host\": ", out);
+	if (ours)
+		json_string(out, host);
+	else
+		fputs("null", out);
+	if (ours)
+		fprintf(out, ", \"pid\": %ld", pid);
+	else
+		fputs(", \"pid\": null", out);
+	fputs(", \"token\": ", out);
+	json_string(out, value);
+	fprintf(out, ", \"ttl_ms\": %lld}", ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
+}
+
 /* A state's fields, after the opening brace and before the eviction fields. */
 static void
 json_state(FILE *out, const struct lock_state *st, bool decided)
@@ -88,6 +110,16 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "%lld", st->fence);
 	else
 		fputs("null", out);
+	if (!decided)
+		return;
+	fprintf(out, ", \"mode\": \"%s\", \"limit\": %d, \"holders\": [",
+		st->limit ? "semaphore" : "exclusive", st->limit ? st->limit : 1);
+	if (st->limit)
+		for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
+			json_holder(out, i, st->holder[i].value, st->holder[i].ttl);
+	else if (st->held)
+		json_holder(out, 0, st->value, st->ttl);
+	fputs("]", out);
 }
 
 static void
@@ -137,12 +169,35 @@ query_print_json(FILE *out, const struct status *s)
 	fputs("]}\n", out);
 }
 
+/* "KEY is held by 2 of 3 (a semaphore): HOLDER for another T, … (fence F)", after prefix. */
+static void
+text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
+{
+	char who[LOCK_HOLDER_MAX], left[32];
+
+	fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
+		st->limit);
+	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
+		fprintf(out, "%s %s for another %s", i ? "," : ":",
+			lock_describe_holder(st->holder[i].value, who, sizeof(who)),
+			duration_format(st->holder[i].ttl, left, sizeof(left)));
+	if (st->holders > LOCK_STATE_HOLDERS)
+		fprintf(out, " and %zu more", st->holders - LOCK_STATE_HOLDERS);
+	if (st->fence >= 0)
+		fprintf(out, " (fence %lld)", st->fence);
+	fputc('\n', out);
+}
+
 /* "KEY is free (...)", "KEY is held by ... (...)", after prefix. */
 static void
 text_state(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken";
 
+	if (st->limit && st->holders) {
+		text_semaphore(out, prefix, key, st);
+		return;
+	}
 	if (!st->held) {
 		if (st->fence >= 0)
 			snprintf(fence, sizeof(fence), "last fence %lld", st->fence);

@@ -252,6 +252,50 @@ main(void)
 	CHECK(strstr(b.error, "if the lock was taken, it expires within 10000ms") != NULL);
 	redis_fixture_thaw(&server);
 
+	/* A semaphore (--limit 2): two holders, each with its own fence; a third finds it full,
+	 * with the first lease to end; renewals and releases are each holder's own; another N,
+	 * or the same key as a lock, is refused. */
+	struct lock c;
+	struct nodes *cc = nodes_new(&url, 1);
+	struct lock_state sem, one[1];
+	CHECK(cc != NULL);
+	CHECK_INT(lock_init(&c, "sem", 10 * NS_PER_S), 0);
+	lock_free(&a);
+	lock_free(&b);
+	CHECK_INT(lock_init(&a, "sem", 10 * NS_PER_S), 0);
+	CHECK_INT(lock_init(&b, "sem", 10 * NS_PER_S), 0);
+	a.limit = b.limit = c.limit = 2;
+	CHECK_INT(lock_acquire(&a, ca, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(a.holders, 1);
+	CHECK_INT(lock_acquire(&b, cb, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(b.holders, 2);
+	CHECK(b.fence > a.fence);
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_BUSY);
+	CHECK(strcmp(c.holder, a.value) == 0 || strcmp(c.holder, b.value) == 0); /* same ms */
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK(sem.held);
+	CHECK_INT(sem.limit, 2);
+	CHECK_INT(sem.holders, 2);
+	CHECK_STR(sem.holder[0].value, c.holder); /* the first lease to end */
+	CHECK(sem.holder[1].ttl > 9 * NS_PER_S);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
+	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_GONE);
+	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
+	c.limit = 3;
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_UNAVAILABLE);
+	CHECK(strstr(c.error, "LIMIT sem is held with --limit 2, not 3") != NULL);
+	c.limit = 1;
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_UNAVAILABLE);
+	CHECK(strstr(c.error, "it is used with --limit elsewhere") != NULL);
+	c.limit = 2;
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_INT(lock_release(&c, cc, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "sem", NULL), "0"); /* gone with its last */
+	lock_free(&c);
+	nodes_free(cc);
+
 	lock_free(&a);
 	lock_free(&b);
 	nodes_free(ca);

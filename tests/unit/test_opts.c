@@ -281,6 +281,19 @@ main(void)
 	unsetenv("REDLOCK_SENTINEL_USER");
 	unsetenv("REDLOCK_SENTINEL_PASSWORD");
 
+	/* --limit N: 1 (a lock) to OPTS_LIMIT_MAX; refused with several servers. */
+	CHECK_INT(PARSE("-l", "3", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.limit, 3);
+	DONE();
+	CHECK_INT(PARSE("--limit", "1", "-r", "redis://a", "-r", "redis://b", "k", "true"),
+		  OPTS_RUN);
+	DONE();
+	REFUSED("invalid --limit '0'", "--limit", "0", "k", "true");
+	REFUSED("invalid --limit '-2'", "--limit=-2", "k", "true");
+	REFUSED("invalid --limit '2x'", "-l", "2x", "k", "true");
+	REFUSED("a quorum of servers cannot keep the holders to 2", "-l", "2", "-r", "redis://a",
+		"-r", "redis://b", "k", "true");
+
 	/* --min-hold: a duration; 0 is none. */
 	CHECK_INT(PARSE("--min-hold", "10m", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.min_hold, 600 * NS_PER_S);

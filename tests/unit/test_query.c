@@ -61,22 +61,30 @@ main(void)
 	CHECK_STR(as_json("job", &never),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null");
-	CHECK_STR(as_json("job", &free_now), "{\"key\": \"job\", \"held\": false, \"host\": null, "
-					     "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-					     "\"fence\": 17, \"maxmemory_policy\": null, "
-					     "\"evictable\": null");
+		  "\"fence\": null, \"mode\": \"exclusive\", \"limit\": 1, \"holders\": [], "
+		  "\"maxmemory_policy\": null, \"evictable\": null");
+	CHECK_STR(as_json("job", &free_now),
+		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
+		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
+		  "\"fence\": 17, \"mode\": \"exclusive\", "
+		  "\"limit\": 1, \"holders\": [], \"maxmemory_policy\": null, "
+		  "\"evictable\": null");
 	CHECK_STR(as_json("deploy:prod", &held),
 		  "{\"key\": \"deploy:prod\", \"held\": true, \"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300, \"fence\": 18, \"maxmemory_policy\": null, "
-		  "\"evictable\": null");
+		  "\"ttl_ms\": 12300, \"fence\": 18, \"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
+		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
+		  "\"ttl_ms\": 12300}], \"maxmemory_policy\": null, \"evictable\": null");
 	/* quotes and backslashes escaped, control characters as \u, a stray byte as U+FFFD,
 	 * valid UTF-8 (é) kept */
 	CHECK_STR(as_json("k\"1", &by_hand),
 		  "{\"key\": \"k\\\"1\", \"held\": true, \"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"fence\": null, \"maxmemory_policy\": null, \"evictable\": null");
+		  "\"fence\": null, \"mode\": \"exclusive\", \"limit\": 1, \"holders\": "
+		  "[{\"host\": null, \"pid\": null, "
+		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1}], "
+		  "\"maxmemory_policy\": null, \"evictable\": null");
 	/* truncated and overlong sequences are not UTF-8 either */
 	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1 };
 	snprintf(bad.value, sizeof(bad.value), "\xe2\x82|\xc0\xaf|\xf0\x9f\x98\x80");
@@ -93,7 +101,7 @@ main(void)
 		  "pressure (maxmemory-policy volatile-lru): set it to noeviction\n");
 	CHECK(strstr(
 		printed(query_print_json, "job", &never, &evicting),
-		"\"fence\": null, \"maxmemory_policy\": \"volatile-lru\", \"evictable\": true"));
+		"\"holders\": [], \"maxmemory_policy\": \"volatile-lru\", \"evictable\": true"));
 	CHECK(strstr(printed(query_print_json, "job", &never, &safe),
 		     "\"maxmemory_policy\": \"noeviction\", \"evictable\": false"));
 
@@ -130,7 +138,7 @@ main(void)
 	f = fmemopen(out, sizeof(out), "w");
 	query_print_json(f, &three);
 	fclose(f);
-	CHECK(strstr(out, "\"fence\": 18, \"maxmemory_policy\": \"volatile-lru\", "
+	CHECK(strstr(out, "\"ttl_ms\": 12300}], \"maxmemory_policy\": \"volatile-lru\", "
 			  "\"evictable\": true, \"quorum\": 2, \"nodes\": [{\"address\": "
 			  "\"10.0.0.1:6379\", \"reachable\": true, \"held\": true,") != NULL);
 	CHECK(strstr(out, "{\"address\": \"10.0.0.3:6379\", \"reachable\": false, \"error\": "
