@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# More than a mutex (issue 12). --min-hold: a command that ends sooner leaves the lock taken
-# until the minimum is over, exits at once with its own status, and the next holder gets the
-# lock when it runs out, woken for it.
+# More than a mutex (issue 12). --limit N: up to N holders, each with its own lease, renewed,
+# lost and released on its own; a release wakes a waiter. --min-hold: a command that ends
+# sooner leaves the lock taken until the minimum is over, exits at once with its own status,
+# and the next holder gets the lock when it runs out, woken for it.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -60,4 +61,117 @@ setup() { main_server_reset; }
 	assert_output --partial "invalid --min-hold 'soon'"
 	run -0 "$RR" --min-hold 0 job -- true
 	[[ $(rcli exists job) == 0 ]]
+}
+
+# The run intervals of $dir/log ("start|end MS" lines): the most inside at once, and the longest
+# time a place freed by an end stayed empty before a start took it, in ms.
+occupancy() {
+	sort -k2,2n "$dir/log" | awk '
+		BEGIN { head = 0; tail = 0 }
+		$1 == "start" {
+			if (++inside > most) most = inside
+			if (head < tail && $2 - freed[head] > gap) gap = $2 - freed[head]
+			if (head < tail) head++
+		}
+		$1 == "end" { inside--; freed[tail++] = $2 }
+		END { printf "%d %d\n", most, gap }'
+}
+
+@test "--limit 3, 8 contenders x 10 runs: never more than 3 inside, a freed place refilled at once" {
+	local i
+	worker() {
+		local n
+		for ((n = 0; n < 10; n++)); do
+			"$RR" -l 3 sem -- sh -c 'echo "start $(($(date +%s%N) / 1000000))" >>"$1/log"
+				sleep 0.1; echo "end $(($(date +%s%N) / 1000000))" >>"$1/log"' sh "$dir" ||
+				echo "exit $?" >>"$dir/failed"
+		done
+	}
+	local pids=()
+	for ((i = 0; i < 8; i++)); do
+		worker &
+		pids+=($!)
+	done
+	wait "${pids[@]}" # not a bare wait: bats keeps a timer of its own in the background
+	[ ! -e "$dir/failed" ]
+	[[ $(grep -c start "$dir/log") == 80 ]]
+	read -r most gap < <(occupancy 3)
+	echo "most inside: $most, longest empty place: ${gap}ms"
+	((most == 3))
+	# Woken by the release: far less than a lease (30s), less than a handoff allowance.
+	((gap < 1000)) || { sort -k2,2n "$dir/log"; false; }
+	[[ $(keys_but_fences) == "" ]]
+}
+
+@test "--limit: REDLOCK_HOLDERS, a place freed by a SIGKILLed holder within its TTL, -n when full" {
+	"$RR" -l 2 -t 1s sem -- sh -c 'echo "$REDLOCK_HOLDERS" >"$1/a"; exec sleep 30' sh "$dir" &
+	local a=$!
+	wait_until 5 test -s "$dir/a"
+	"$RR" -l 2 -t 1s sem -- sh -c 'echo "$REDLOCK_HOLDERS" >"$1/b"; exec sleep 30' sh "$dir" &
+	local b=$!
+	wait_until 5 test -s "$dir/b"
+	[[ $(cat "$dir/a") == 1 && $(cat "$dir/b") == 2 ]]
+	run -75 "$RR" -l 2 -n sem -- echo never
+	kill -KILL "$a"
+	local t0
+	t0=$(now_ms)
+	run -0 "$RR" -l 2 sem -- echo third
+	assert_output third
+	(($(now_ms) - t0 < 1500))
+	kill "$b"
+	wait "$b" || true
+}
+
+@test "--limit: other limits, or a lock of the same name, are a clear 69; several servers 64" {
+	"$RR" -l 3 sem -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -69 "$RR" -l 2 -n sem -- echo never
+	assert_output --partial "LIMIT sem is held with --limit 3, not 2"
+	run -69 "$RR" -n sem -- echo never
+	assert_output --partial "it is used with --limit elsewhere"
+	kill "$holder"
+	wait "$holder" || true
+	"$RR" lock -- sh -c 'touch "$1/locked"; exec sleep 30' sh "$dir" &
+	holder=$!
+	wait_until 5 test -e "$dir/locked"
+	run -69 "$RR" -l 2 -n lock -- echo never
+	assert_output --partial "it is used as a lock (without --limit) elsewhere"
+	kill "$holder"
+	wait "$holder" || true
+	run -64 "$RR" -l 2 -r "$REDLOCK_URL" -r redis://127.0.0.1:1 sem -- true
+	assert_output --partial "a quorum of servers cannot keep the holders to 2"
+	run -64 "$RR" -l 0 sem -- true
+	run -0 "$RR" -l 1 sem -- echo "a lock"
+}
+
+@test "--limit: a frozen server stops a holder before its lease can lapse, exit 76" {
+	local t0
+	"$RR" -l 2 -t 1s sem -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" 2>"$dir/err" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	t0=$(now_ms)
+	kill -STOP "$(redis_pid main)"
+	wait_until 5 gone "$holder"
+	kill -CONT "$(redis_pid main)"
+	reap "$holder"
+	cat "$dir/err"
+	[ "$status" -eq 76 ]
+	(($(now_ms) - t0 < 1000))
+}
+
+@test "--status on a semaphore: every holder, the mode; 0 while a place is free, 75 when full" {
+	"$RR" -l 2 sem -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -0 "$RR" --status sem
+	assert_output --regexp "^sem is held by 1 of 2 \(a semaphore\): .* for another [0-9.]+s \(fence [0-9]+\)$"
+	run -75 "$RR" -l 2 sem -- "$RR" --status --json sem
+	assert_output --partial '"held": true'
+	assert_output --partial '"mode": "semaphore", "limit": 2, "holders": [{"host": '
+	assert_output --regexp '"holders": \[\{[^]]*\}, \{[^]]*\}\]'
+	kill "$holder"
+	wait "$holder" || true
+	run -0 "$RR" --status --json sem
+	assert_output --partial '"mode": "exclusive", "limit": 1, "holders": []'
 }
