@@ -135,6 +135,38 @@ class Bench:
             "count": count,
         }
 
+    def limited(self, workers, iterations, work_us, limit):
+        """workers x iterations sections through `--limit limit` (a semaphore): sections per
+        second, and the most that were inside at once (never more than limit)."""
+        counter = os.path.join(self.tmp, "limited.counter")
+        log = os.path.join(self.tmp, "limited.log")
+        argv = [self.redlock, "-l", str(limit), "limited", "--",
+                self.critical, counter, log, str(work_us)]
+
+        def worker():
+            for _ in range(iterations):
+                _, status = run_timed(argv, self.env)
+                self.check(f"--limit {limit}", status)
+
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        start = time.perf_counter_ns()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter_ns() - start
+        with open(log) as f:
+            sections = [tuple(map(int, line.split())) for line in f if line.strip()]
+        events = sorted([(a, 1) for a, _ in sections] + [(b, -1) for _, b in sections],
+                        key=lambda e: (e[0], e[1]))
+        inside = most = 0
+        for _, step in events:
+            inside += step
+            most = max(most, inside)
+        if most > limit:
+            self.failures.append(f"--limit {limit}: {most} sections at once")
+        return {"per_second": len(sections) / (wall / 1e9), "most": most}
+
     def redis(self, *args, url=None):
         out = subprocess.run(["redis-cli", "-u", url or self.url] + list(args),
                              capture_output=True, text=True, check=True)
@@ -192,6 +224,8 @@ def main():
     sections = workers * iterations
     per_section = sum(sent.values()) / sections
     rss = {tool: bench.peak_rss(tool) for tool in ("flock", "redlock-run")}
+    limit = 4
+    limited = bench.limited(workers, iterations, work_us, limit)
     tls = None
     if args.tls_url:
         bench.over_tls(1)
@@ -244,6 +278,9 @@ def main():
     print(f"| peak RSS while the command sleeps | {rss['flock'] / 1024:.2f} MiB | "
           f"{rss['redlock-run'] / 1024:.2f} MiB | | ≤ 2.5 MiB | "
           f"{verdict(rss['redlock-run'] <= 2.5 * 1024)} |")
+    print(f"| {workers} workers × {iterations} under `--limit {limit}`: sections/s | | "
+          f"{limited['per_second']:.0f} | {limited['per_second'] / redlock_c['per_second']:.2f}× "
+          f"a lock ({redlock_c['per_second']:.0f}); at most {limited['most']} inside at once | | |")
     if tls:
         print(f"| `LOCK KEY -- true` over rediss://, median of {runs} | | {ms(tls['tls'])} | "
               f"{tls['tls'] / fu[0]:.2f}× | | |")
