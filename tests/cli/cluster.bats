@@ -103,6 +103,26 @@ moved_on() {
 	[[ $(rcli_on "$m" exists "$key") == 0 ]]
 }
 
+@test "--limit and --min-hold through a seed that does not own the slot" {
+	local m key seed url
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	seed=$(another_than "$m")
+	url="redis://127.0.0.1:$(redis_port "$seed")"
+	"$RR" -r "$url" -l 2 "$key" -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -0 "$RR" -r "$url" -l 2 "$key" -- sh -c 'echo "$REDLOCK_HOLDERS"'
+	assert_output 2
+	run -0 "$RR" -r "$url" --status "$key"
+	assert_line --index 0 --partial "is held by 1 of 2 (a semaphore)"
+	kill "$holder"
+	wait "$holder" || true
+	run -0 "$RR" -r "$url" --min-hold 1s "$key" -- true
+	held_on "$m" "$key"
+	run -75 "$RR" -r "$url" -n "$key" -- true
+}
+
 @test "a db other than 0: 64 in a cluster URL, 69 from the server for a plain one" {
 	run -64 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port c1)/2" job -- true
 	assert_output --partial "a cluster has db 0 only"
