@@ -697,12 +697,9 @@ nodes_forget(struct nodes *ns)
 		struct node *n = &ns->node[i];
 		if (!n->asks)
 			continue;
-		/* Requests queued on a connection still opening go out only while it is driven,
-		 * and nothing will drive it now: they are taken back, before they went out. */
-		if (conn_is_ready(n->conn))
-			conn_forget(n->conn);
-		else
-			conn_close(n->conn);
+		/* Requests still queued on a connection that is opening go out the next time it is
+		 * driven (the release, at the latest), and clean up after us there. */
+		conn_forget(n->conn);
 		clear_asks(n);
 	}
 }

@@ -86,8 +86,7 @@ enum conn_result nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, str
 
 /* Whether node i still owes an answer. */
 bool nodes_outstanding(const struct nodes *ns, size_t i);
-/* The answers still outstanding are not waited for: they are dropped as they come. Requests
- * that have not gone out yet (their connection is still opening) are taken back. */
+/* The answers still outstanding are not waited for: they are dropped as they come. */
 void nodes_forget(struct nodes *ns);
 /* The requests still outstanding are taken back: their connections are closed (the only way
  * to take back a blocked request). */
