@@ -1402,19 +1402,22 @@ read_semaphore(struct lock *l, const char *address, const struct reply *r, struc
 	size_t n = reply_count(r), len;
 	const struct reply *tag = reply_element(r, 1), *fence = reply_element(r, 2);
 	const struct reply *count = reply_element(r, n - 1);
+	const char *t = reply_string(tag, &len);
 
-	if (reply_type(count) != REPLY_INTEGER || n % 2 != 0) {
+	if (reply_integer(reply_element(r, 0)) != -1 || reply_type(count) != REPLY_INTEGER ||
+	    n % 2 != 0) {
 		set_error(l, "unexpected reply from %s to the query script", address);
 		return -1;
 	}
 	st->answered = true;
-	st->limit = reply_type(tag) == REPLY_STRING ? atoi(reply_string(tag, NULL) + 6) : 0;
+	st->limit = reply_type(tag) == REPLY_STRING && len > 6 && strncmp(t, "limit:", 6) == 0
+			    ? atoi(t + 6)
+			    : 0;
 	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
 	st->holders = (size_t)time_max(0, reply_integer(count));
 	for (size_t i = 3, k = 0; i + 1 < n - 1 && k < LOCK_STATE_HOLDERS; i += 2, k++) {
 		const char *v = reply_string(reply_element(r, i), &len);
-		snprintf(st->holder[k].value, sizeof(st->holder[k].value), "%.*s", (int)len,
-			 v ? v : "");
+		snprintf(st->holder[k].value, sizeof(st->holder[k].value), "%.*s", (int)len, v);
 		st->holder[k].ttl = reply_type(reply_element(r, i + 1)) == REPLY_INTEGER
 					    ? ttl_ns(reply_integer(reply_element(r, i + 1)))
 					    : -1;
