@@ -54,7 +54,8 @@ class Bench:
 
     def check(self, tool, status):
         if status != 0:
-            self.failures.append(f"{tool} exited with wait status {status}")
+            self.failures.append(f"{tool} exited with wait status {status} "
+                                 f"(exit {status >> 8}, signal {status & 0x7f})")
 
     def uncontended(self, runs):
         """Median and p90 of `LOCK KEY -- true`, the two tools interleaved."""
