@@ -1,0 +1,33 @@
+/*
+ * The Lua side of the lock protocol (DESIGN §3): the scripts that run inside Redis, each with
+ * its KEYS/ARGV contract and its replies. lock.c decides when each is sent and reads what it
+ * answers; nothing here talks to a server.
+ */
+#ifndef REDLOCK_SCRIPTS_H
+#define REDLOCK_SCRIPTS_H
+
+#include <stdbool.h>
+
+#include "sha1.h"
+
+struct script {
+	const char *text;
+	bool writes;             /* what it writes must reach the replicas (--wait-replicas) */
+	char sha[SHA1_HEX_SIZE]; /* filled in by scripts_init */
+};
+
+/* The three scripts of a lock's life, for one kind of lock. */
+struct kind {
+	struct script *acquire, *renew, *release;
+};
+
+extern const struct kind kind_exclusive; /* a lock: a string at KEY */
+extern const struct kind kind_semaphore; /* --limit N: a sorted set of holders at KEY */
+
+extern struct script script_query; /* who holds KEY, read-only */
+extern struct script script_fence; /* raises a fence counter */
+
+/* Computes the scripts' digests, once. */
+void scripts_init(void);
+
+#endif
