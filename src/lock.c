@@ -23,7 +23,7 @@
 static const struct kind *
 kind_of(const struct lock *l)
 {
-	return l->limit > 1 ? &kind_semaphore : &kind_exclusive;
+	return l->shared ? &kind_shared : l->limit > 1 ? &kind_semaphore : &kind_exclusive;
 }
 
 /* The acquire script's ARGV[3]: the handoff allowance in ms (0: not waiting), and for a
@@ -31,7 +31,7 @@ kind_of(const struct lock *l)
 static const char *
 handoff_arg(const struct lock *l, bool waiting, char *buf, size_t size)
 {
-	long long ms = waiting ? (long long)(LOCK_HANDOFF / NS_PER_MS) : 0;
+	long long ms = waiting ? LOCK_HANDOFF_MS : 0;
 
 	if (l->limit > 1)
 		snprintf(buf, size, "%lld:%d", ms, l->limit);
@@ -110,7 +110,8 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 		return -1;
 	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
 	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
-	    !(l->waiting_key = lock_aux_key(key, ":waiting")))
+	    !(l->waiting_key = lock_aux_key(key, ":waiting")) ||
+	    !(l->shared_wake_key = lock_aux_key(key, ":wake-shared")))
 		return -1;
 	scripts_init();
 	return 0;
@@ -122,7 +123,8 @@ lock_free(struct lock *l)
 	free(l->fence_key);
 	free(l->wake_key);
 	free(l->waiting_key);
-	l->fence_key = l->wake_key = l->waiting_key = NULL;
+	free(l->shared_wake_key);
+	l->fence_key = l->wake_key = l->waiting_key = l->shared_wake_key = NULL;
 }
 
 int64_t
@@ -344,7 +346,7 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r)
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
 			  : strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
-					 : "; it is used with --limit elsewhere");
+					 : "; it holds another type of value, not redlock-run's");
 		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
@@ -443,13 +445,12 @@ unsure_clear(struct acquisition *q, size_t i)
 static void
 send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 {
-	char handoff[24];
-	const char *args[7] = { l->key,  l->wake_key, l->waiting_key, l->fence_key, l->value,
-				handoff, "0" };
+	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
+				l->fence_key, l->shared_wake_key, l->value,
+				"0" };
 	struct call call;
 
-	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
-	call_init(&call, kind_of(l)->release, 4, 7, args);
+	call_init(&call, kind_of(l)->release, 5, 7, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
@@ -781,6 +782,32 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 }
 
 /*
+ * We stop waiting (a signal): our place in line goes, where we took one, so that shared
+ * holders do not wait behind an exclusive waiter that is gone. A bounded wait: a server that
+ * does not answer keeps it only until the holder's lease ends.
+ */
+static void
+leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	char waiter[LOCK_VALUE_MAX + 2];
+	const char *argv[3] = { "ZREM", l->waiting_key, waiter };
+	size_t lens[3] = { 4, strlen(l->waiting_key), 0 };
+	struct command zrem = { 3, argv, lens, false };
+	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	struct answer a;
+
+	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
+	lens[2] = strlen(waiter);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->waiting[i])
+			nodes_send(ns, i, &zrem, deadline, -1);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK)
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	nodes_cancel(ns);
+}
+
+/*
  * Others hold the lock: says so (a live line is redrawn every second, a log names each holder
  * once) and blocks on the wake lists of the nodes that hold it (BLPOP), until one release wakes
  * us, until enough of the holders' leases would have run out for a quorum to be free, or until
@@ -801,8 +828,9 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	int64_t now = clock_now(), free_at = nodes_free_at(ns, rd->held_until, rd->held);
 	int64_t block, end;
 	char seconds[32];
-	const char *argv[3] = { "BLPOP", l->wake_key, seconds };
-	size_t lens[3] = { 5, strlen(l->wake_key), 0 };
+	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
+	const char *argv[3] = { "BLPOP", list, seconds };
+	size_t lens[3] = { 5, strlen(list), 0 };
 	struct command blpop = { 3, argv, lens, false };
 	bool refused = false;
 	struct answer a;
@@ -836,6 +864,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		}
 		if (res == CONN_INTERRUPTED) {
 			nodes_cancel(ns);
+			leave_line(l, ns, rd);
 			return LOCK_INTERRUPTED;
 		}
 		if (res != CONN_OK)
@@ -1087,19 +1116,19 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	size_t released = 0, unconfirmed = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
-	char handoff[24], ttl[32], keep[24];
-	const char *args[7] = { l->key,  l->wake_key, l->waiting_key, l->fence_key, l->value,
-				handoff, keep };
+	char ttl[32], keep[24];
+	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
+				l->fence_key, l->shared_wake_key, l->value,
+				keep };
 	struct call call;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
 
-	snprintf(handoff, sizeof(handoff), "%lld", (long long)(LOCK_HANDOFF / NS_PER_MS));
 	/* Rounded up: never shorter than --min-hold. */
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
-	call_init(&call, kind_of(l)->release, 4, 7, args);
+	call_init(&call, kind_of(l)->release, 5, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
@@ -1165,7 +1194,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	return LOCK_RELEASE_FAILED;
 }
 
-/* A semaphore's state from the query script's {-1, "limit:N", fence, value, ms, …, count}. */
+/* A semaphore's or shared lock's state from the query script's {-1, "limit:N" or "shared",
+ * fence, value, ms, …, count}. */
 static int
 read_semaphore(struct lock *l, const char *address, const struct reply *r, struct lock_state *st)
 {
@@ -1183,6 +1213,7 @@ read_semaphore(struct lock *l, const char *address, const struct reply *r, struc
 	st->limit = reply_type(tag) == REPLY_STRING && len > 6 && strncmp(t, "limit:", 6) == 0
 			    ? atoi(t + 6)
 			    : 0;
+	st->shared = reply_type(tag) == REPLY_STRING && len == 6 && strncmp(t, "shared", 6) == 0;
 	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
 	st->holders = (size_t)time_max(0, reply_integer(count));
 	for (size_t i = 3, k = 0; i + 1 < n - 1 && k < LOCK_STATE_HOLDERS; i += 2, k++) {
@@ -1192,7 +1223,8 @@ read_semaphore(struct lock *l, const char *address, const struct reply *r, struc
 					    ? ttl_ns(reply_integer(reply_element(r, i + 1)))
 					    : -1;
 	}
-	st->held = st->limit > 0 && st->holders >= (size_t)st->limit;
+	st->held = st->shared ? st->holders > 0 && !l->shared
+			      : st->limit > 0 && st->holders >= (size_t)st->limit;
 	if (st->holders) {
 		snprintf(st->value, sizeof(st->value), "%s", st->holder[0].value);
 		st->ttl = st->holder[0].ttl;

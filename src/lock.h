@@ -19,24 +19,27 @@
 
 struct lock {
 	const char *key;
-	char *fence_key;              /* the fencing counter, in KEY's hash slot */
-	char *wake_key;               /* the list a release pushes a wake-up to */
-	char *waiting_key;            /* the waiters registered for a wake-up */
-	char value[LOCK_VALUE_MAX];   /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
-	int64_t ttl;                  /* the lease, ns */
-	int64_t io_timeout;           /* how long one request may take */
-	int replicas;                 /* what changes the lock counts once this many replicas of
-				       * a node acknowledged it (see nodes_replicas), */
-	int64_t replicas_timeout;     /* waiting this long at most (ns) */
-	int64_t min_hold;             /* the release leaves the lock taken until this long after
-				       * acquired_at (--min-hold), or 0 */
-	int limit;                    /* up to this many holders at once (--limit): a semaphore
-				       * when more than 1 */
-	long long holders;            /* once acquired: how many held it then, us included */
-	long long fence;              /* once acquired: this acquisition's fencing number */
-	int64_t acquired_at;          /* once acquired: when the winning requests were sent */
-	int64_t valid_until;          /* once acquired: when the lease ends on a quorum */
-	int64_t answered_at;          /* when the answer to the last release came */
+	char *fence_key;            /* the fencing counter, in KEY's hash slot */
+	char *wake_key;             /* the list a release pushes a wake-up to */
+	char *waiting_key;          /* the waiters registered for a wake-up */
+	char *shared_wake_key;      /* the list that wakes shared waiters */
+	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
+	int64_t ttl;                /* the lease, ns */
+	int64_t io_timeout;         /* how long one request may take */
+	int replicas;               /* what changes the lock counts once this many replicas of
+				     * a node acknowledged it (see nodes_replicas), */
+	int64_t replicas_timeout;   /* waiting this long at most (ns) */
+	int64_t min_hold;           /* the release leaves the lock taken until this long after
+				     * acquired_at (--min-hold), or 0 */
+	int limit;                  /* up to this many holders at once (--limit): a semaphore
+				     * when more than 1 */
+	bool shared;                /* any number of shared holders, or one exclusive (--shared) */
+	long long holders;          /* once acquired: how many held it then, us included (a
+				     * semaphore or shared lock) */
+	long long fence;            /* once acquired: this acquisition's fencing number */
+	int64_t acquired_at;        /* once acquired: when the winning requests were sent */
+	int64_t valid_until;        /* once acquired: when the lease ends on a quorum */
+	int64_t answered_at;        /* when the answer to the last release came */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
 	char error[512];              /* why the last call did not succeed */
@@ -49,7 +52,8 @@ struct lock {
 #define LOCK_OUTAGE (60 * NS_PER_S)
 /* How long a wake-up waits for a waiter that is between its attempt and its BLPOP, and how
  * much longer than the holder's lease a waiter stays registered. */
-#define LOCK_HANDOFF (1000 * NS_PER_MS)
+#define LOCK_HANDOFF_MS 1000
+#define LOCK_HANDOFF (LOCK_HANDOFF_MS * NS_PER_MS)
 
 /*
  * Makes a fresh token for key (128 bits from getrandom) and names the helper keys.
@@ -143,13 +147,16 @@ enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t 
 struct lock_state {
 	bool answered; /* a node's state: it answered (else error says why) */
 	char error[300];
-	bool held;                   /* no one else can take it now (a semaphore: all N are) */
-	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held (a semaphore: the one whose
-				      * lease ends first, when any) */
+	bool held;                   /* no one else can take it now (a semaphore: all N are; a
+				      * shared lock: any holder is, unless we would share it) */
+	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held (a semaphore or shared lock:
+				      * the one whose lease ends first, when any) */
 	int64_t ttl;                 /* what is left of that lease, ns; -1: no expiry */
 	long long fence;             /* the last fence handed out; -1: never taken */
 	int limit;                   /* a semaphore's N; 0 for a lock */
-	size_t holders;              /* a semaphore's holders, of which holder[] has the first */
+	bool shared;                 /* held shared (--shared) */
+	size_t holders;              /* a semaphore's or shared lock's holders, of which holder[]
+				      * has the first */
 	struct {
 		char value[LOCK_HOLDER_MAX];
 		int64_t ttl;

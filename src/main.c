@@ -159,12 +159,12 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 }
 
 /* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE, and
- * for a semaphore REDLOCK_HOLDERS, whose strings are left in vars (for the caller to free, as
- * the array returned). */
+ * for a semaphore or shared lock REDLOCK_HOLDERS, whose strings are left in vars (for the caller to
+ * free, as the array returned). */
 static char **
 command_environment(const struct lock *l, char *vars[4])
 {
-	size_t n = l->limit > 1 ? 4 : 3;
+	size_t n = l->limit > 1 || l->shared ? 4 : 3;
 
 	if (asprintf(&vars[0], "REDLOCK_KEY=%s", l->key) < 0 ||
 	    asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) < 0 ||
@@ -242,6 +242,7 @@ main(int argc, char *argv[])
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
 	lock.min_hold = o.min_hold;
 	lock.limit = o.limit;
+	lock.shared = o.shared;
 	if (o.replicas) {
 		lock.replicas = o.replicas;
 		lock.replicas_timeout = o.replicas_timeout;

@@ -29,7 +29,7 @@ enum {
 	OPT_MIN_HOLD,
 };
 
-static const char short_options[] = "+:r:t:nw:E:c:l:xevqhV";
+static const char short_options[] = "+:r:t:nw:E:c:l:sxevqhV";
 
 static const struct option long_options[] = {
 	{ "redis", required_argument, NULL, 'r' },
@@ -41,6 +41,7 @@ static const struct option long_options[] = {
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "command", required_argument, NULL, 'c' },
+	{ "shared", no_argument, NULL, 's' },
 	{ "exclusive", no_argument, NULL, 'x' },
 	{ "limit", required_argument, NULL, 'l' },
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
@@ -90,6 +91,8 @@ opts_print_help(FILE *out)
 		"  -E, --conflict-exit-code N",
 		"                             exit status when the lock is not acquired (75)",
 		"  -c, --command STRING       run STRING with $SHELL -c (or /bin/sh)",
+		"  -s, --shared               share KEY with other shared holders; an exclusive",
+		"                             one waits for them all, and newcomers for it",
 		"  -x, -e, --exclusive        an exclusive lock (the default, as flock)",
 		"  -l, --limit N              up to N holders of KEY at once (a semaphore);",
 		"                             --limit 1 is the lock",
@@ -130,7 +133,7 @@ opts_print_help(FILE *out)
 		"not appear on the command line comes from --password-file FILE (its first",
 		"line), $REDLOCK_PASSWORD_FILE or $REDLOCK_PASSWORD.",
 		"COMMAND's environment gains REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE (and",
-		"REDLOCK_HOLDERS with --limit).",
+		"REDLOCK_HOLDERS with --limit or --shared).",
 		"",
 		"Exit status: COMMAND's own; 128+N if it was killed by signal N; 64 usage error;",
 		"69 Redis unavailable; 71 system error; 75 lock not acquired (see -E);",
@@ -538,10 +541,12 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 				return usage_error(err, size, "invalid --limit '%s': 1 to %d",
 						   optarg, OPTS_LIMIT_MAX);
 			break;
+		case 's':
+			o->shared = true;
+			break;
 		case 'x':
 		case 'e':
-			/* flock's names for the only mode there is: scripts written for flock
-			 * pass them. */
+			o->shared = false; /* as flock: the last of -s, -x and -e counts */
 			break;
 		case OPT_ON_LOST:
 			if (parse_on_lost(optarg, &o->on_lost) < 0)
@@ -674,7 +679,20 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	free(env_urls);
 	/* Majorities of servers that each admit N holders can admit more than N between them
 	 * (with 3 servers and N = 2, three holders on {1,2}, {2,3} and {1,3}). */
-	if (out == OPTS_RUN && o->limit > 1 && o->nurls > 1) {
+	if (out == OPTS_RUN && o->shared && o->limit > 1) {
+		opts_free(o);
+		out = usage_error(err, size,
+				  "--shared and --limit %d: a semaphore's holders all count "
+				  "alike; use one or the other",
+				  o->limit);
+	} else if (out == OPTS_RUN && o->shared && o->nurls > 1) {
+		opts_free(o);
+		out = usage_error(
+			err, size,
+			"--shared with %zu servers is not supported yet; use one server (a "
+			"Sentinel or a cluster URL counts as one)",
+			nurls);
+	} else if (out == OPTS_RUN && o->limit > 1 && o->nurls > 1) {
 		opts_free(o);
 		out = usage_error(
 			err, size,

@@ -43,6 +43,7 @@ struct opts {
 	int64_t max_hold;         /* 0: no limit */
 	int64_t min_hold;         /* the lock stays taken this long after it was acquired; 0 */
 	int limit;                /* --limit: up to this many holders at once (1: a lock) */
+	bool shared;              /* -s: shared with other shared holders (-x, -e: not) */
 	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
 	int64_t replicas_timeout; /* and how long they may take (ns) */
 	enum msg_level verbosity;

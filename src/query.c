@@ -112,9 +112,12 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fputs("null", out);
 	if (!decided)
 		return;
-	fprintf(out, ", \"mode\": \"%s\", \"limit\": %d, \"holders\": [",
-		st->limit ? "semaphore" : "exclusive", st->limit ? st->limit : 1);
-	if (st->limit)
+	if (st->shared)
+		fputs(", \"mode\": \"shared\", \"limit\": null, \"holders\": [", out);
+	else
+		fprintf(out, ", \"mode\": \"%s\", \"limit\": %d, \"holders\": [",
+			st->limit ? "semaphore" : "exclusive", st->limit ? st->limit : 1);
+	if (st->limit || st->shared)
 		for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
 			json_holder(out, i, st->holder[i].value, st->holder[i].ttl);
 	else if (st->held)
@@ -169,14 +172,18 @@ query_print_json(FILE *out, const struct status *s)
 	fputs("]}\n", out);
 }
 
-/* "KEY is held by 2 of 3 (a semaphore): HOLDER for another T, … (fence F)", after prefix. */
+/* "KEY is held by 2 of 3 (a semaphore): HOLDER for another T, … (fence F)", or "KEY is held
+ * shared by 2: …", after prefix. */
 static void
 text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], left[32];
 
-	fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
-		st->limit);
+	if (st->shared)
+		fprintf(out, "%s%s is held shared by %zu", prefix, key, st->holders);
+	else
+		fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
+			st->limit);
 	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
 		fprintf(out, "%s %s for another %s", i ? "," : ":",
 			lock_describe_holder(st->holder[i].value, who, sizeof(who)),
@@ -194,7 +201,7 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 {
 	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken";
 
-	if (st->limit && st->holders) {
+	if ((st->limit || st->shared) && st->holders) {
 		text_semaphore(out, prefix, key, st);
 		return;
 	}
@@ -291,6 +298,7 @@ query_status(const struct opts *o)
 
 	if (!s || lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
 		msg_fatal(STATUS_OSERR, "cannot set up the query");
+	l.shared = o->shared; /* whether shared holders keep us out */
 	s->key = o->key;
 	s->count = nodes_count(ns);
 	s->quorum = nodes_quorum(ns);

@@ -2,129 +2,165 @@
 
 #include <string.h>
 
+#include "lock.h"
 #include "sha1.h"
 #include "util.h"
 
-/* The acquire scripts' end when the lock is held: with `handoff` ms (ARGV[3]) > 0, ARGV[1]
- * is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of the
- * holder's lease, so that the release wakes it; otherwise it leaves that line. */
+#define STRINGIFY(x) #x
+#define STR(x) STRINGIFY(x)
+#define HANDOFF_MS STR(LOCK_HANDOFF_MS)
+
+/* Server time in ms, as `now`. */
+#define NOW                                                                                        \
+	"local t = redis.call('TIME')\n"                                                           \
+	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+
+/*
+ * The acquire scripts' end when the lock is held: with `handoff` ms (ARGV[3]) > 0, the waiter
+ * `me` is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of what
+ * it waits for, so that the release wakes it; otherwise it leaves that line. A waiter is our
+ * value, or "s:" and our value when we want the lock shared: a release wakes one of the
+ * others, or, when only shared ones wait, all of them.
+ */
 #define WAIT_IN_LINE                                                                               \
 	"if handoff > 0 then\n"                                                                    \
-	"  local t = redis.call('TIME')\n"                                                         \
-	"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                    \
-	"  local life = math.max(pttl, 0) + handoff\n"                                             \
-	"  redis.call('ZADD', KEYS[4], now + life, ARGV[1])\n"                                     \
+	"  " NOW "  local life = math.max(pttl, 0) + handoff\n"                                    \
+	"  redis.call('ZADD', KEYS[4], now + life, me)\n"                                          \
 	"  if redis.call('PTTL', KEYS[4]) < life then\n"                                           \
 	"    redis.call('PEXPIRE', KEYS[4], life)\n"                                               \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
-	"  redis.call('ZREM', KEYS[4], ARGV[1])\n"                                                 \
+	"  redis.call('ZREM', KEYS[4], me)\n"                                                      \
 	"end\n"
 
 /*
+ * The lock is a string at KEY, the holder's value. KEY may also be a sorted set (see the
+ * semaphore's scripts below): shared holders, whom an exclusive one waits for, or a
+ * semaphore's, which it refuses to mix with. GET is called protected, so that finding one
+ * costs the common path nothing.
+ *
  * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters;
  * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] the handoff allowance in ms if we will
- * wait when it is held, else 0. (Ten arguments in all: Redis answers a longer command from
+ * wait when it is held, else 0. (Ten arguments at most: Redis answers a longer command from
  * a client that has not authenticated with a protocol error instead of NOAUTH.)
  *
  * Returns {1, fence} when the lock is ours: taken now (the counter grows, and wake-ups
  * meant for an earlier release are cleared), or taken by an earlier request with the same
  * value whose reply was lost (its lease is refreshed and its fence returned).
- * Otherwise {0, the holder's PTTL, the holder's value}; a waiter is then registered, by
- * value, until shortly after the holder's lease would end, so that the release wakes it.
+ * Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease ends
+ * last); a waiter is then registered until shortly after that, so that the release wakes it.
+ * An error "LIMIT …" when KEY is a semaphore.
  */
 static struct script script_acquire = {
 	.writes = true,
-	.text = "local holder = redis.call('GET', KEYS[1])\n"
-		"if holder == ARGV[1] then\n"
+	.text = "local me, handoff = ARGV[1], tonumber(ARGV[3])\n"
+		"local holder = redis.pcall('GET', KEYS[1])\n"
+		"if type(holder) == 'table' then\n"
+		"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+		"  if tag ~= 'shared' then\n"
+		"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+		"      string.sub(tag, 7) .. ', not as a lock')\n"
+		"  end\n"
+		"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
+		"elseif holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"  redis.call('ZREM', KEYS[4], me)\n"
 		"  local fence = redis.call('GET', KEYS[2])\n"
 		"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
-		"end\n"
-		"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+		"  redis.call('ZREM', KEYS[4], me)\n"
 		"  redis.call('DEL', KEYS[3])\n"
 		"  return {1, redis.call('INCR', KEYS[2])}\n"
 		"end\n"
-		"local pttl = redis.call('PTTL', KEYS[1])\n"
-		"local handoff = tonumber(ARGV[3])\n" WAIT_IN_LINE "return {0, pttl, holder}\n",
+		"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
+		"return {0, pttl, holder}\n",
 };
 
 /*
  * KEYS[1] the lock, KEYS[2] its fence counter; ARGV[1] our value, ARGV[2] the TTL in ms.
  * Returns 1 when the lease was extended; otherwise says what became of the lock: the new
- * holder's value, 0 if KEY is gone, -1 if the fence counter is gone as well.
+ * holder's value (a shared one's, if shared holders took it), 0 if KEY is gone, -1 if the
+ * fence counter is gone as well.
  */
 static struct script script_renew = {
 	.writes = true,
-	.text = "local holder = redis.call('GET', KEYS[1])\n"
+	.text = "local holder = redis.pcall('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		"  return 1\n"
+		"end\n"
+		"if type(holder) == 'table' then return redis.call('ZRANGE', KEYS[1], -1, -1)[1] "
 		"end\n"
 		"if holder then return holder end\n"
 		"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
 		"return -1\n",
 };
 
-/* The release scripts' end: the waiters whose time is over (KEYS[3], as of `now`) leave the
- * line, and if anyone is left, one wake-up goes on the wake list (KEYS[2]) for ARGV[2] ms. */
-#define WAKE_ONE                                                                                   \
+/*
+ * The release scripts' end: the waiters whose time is over (KEYS[3], as of `now`) leave the
+ * line, and if any other than shared ones are left, one wake-up goes on the wake list
+ * (KEYS[2]), which BLPOP hands to exactly one of them; if only shared ones are, as many go on
+ * theirs (KEYS[5]) as there are, which wakes them all. Wake-ups last a handoff allowance.
+ */
+#define WAKE                                                                                       \
 	"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"                                   \
 	"if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                             \
-	"  redis.call('RPUSH', KEYS[2], 1)\n"                                                      \
-	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"                                              \
+	"  local shared = 0\n"                                                                     \
+	"  for _, w in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                          \
+	"    if string.sub(w, 1, 2) ~= 's:' then shared = -1 break end\n"                          \
+	"    shared = shared + 1\n"                                                                \
+	"  end\n"                                                                                  \
+	"  local list = shared < 0 and KEYS[2] or KEYS[5]\n"                                       \
+	"  for _ = 1, math.max(shared, 1) do redis.call('RPUSH', list, 1) end\n"                   \
+	"  redis.call('PEXPIRE', list, " HANDOFF_MS ")\n"                                          \
 	"end\n"
 
 /*
- * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter;
- * ARGV[1] our value, ARGV[2] the handoff allowance in ms, ARGV[3] how long the lock must stay
- * taken still, in ms (--min-hold), or 0. Returns 1 when deleted (or left to expire then);
- * when not ours, 0, or -1 if the fence counter is gone as well (the server lost its data).
+ * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
+ * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] how long the lock must
+ * stay taken still, in ms (--min-hold), or 0. Returns 1 when deleted (or left to expire
+ * then); when not ours, 0, or -1 if the fence counter is gone as well (the server lost its
+ * data).
  *
- * Deleting wakes the longest-blocked waiter, if any is registered and still within its
- * time: one element on the wake list, which BLPOP hands to exactly one client. Left to
- * expire, the lock wakes one too, which then blocks only until it expires.
+ * Deleting wakes the waiters (see WAKE). Left to expire, the lock wakes them too, and they
+ * then block only until it expires.
  */
 static struct script script_release = {
-	.text = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+	.text = "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then\n"
 		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
 		"  return -1\n"
 		"end\n"
-		"if tonumber(ARGV[3]) > 0 then\n"
-		"  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+		"if tonumber(ARGV[2]) > 0 then\n"
+		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
-		"end\n"
-		"local t = redis.call('TIME')\n"
-		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n" WAKE_ONE "return 1\n",
+		"end\n" NOW WAKE "return 1\n",
 };
 
 /*
  * A semaphore (--limit N) is a sorted set at KEY: each holder's value, scored by when its lease
  * ends (server time, ms), and the member "limit:N", scored -1, that says which N the holders
- * agreed on. The key lives as long as its last holder. The scripts take the same KEYS as the
- * lock's, and answer in the same shapes.
+ * agreed on. A shared lock (--shared) is the same with the member "shared", and no N. The key
+ * lives as long as its last holder. The scripts take the same KEYS and ARGV as the lock's,
+ * and answer in the same shapes.
  *
- * Acquire: ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] "HANDOFF:N" (two numbers in one
- * argument: ten in all). {1, fence, holders} when a place is ours; {0, ms until the first
- * lease ends, its holder} when all N are taken (a waiter is registered as for the lock);
- * an error "LIMIT …" when KEY is held with another N.
+ * Acquire: ARGV[3] is "HANDOFF:N", two numbers in one argument. {1, fence, holders} when a
+ * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
+ * waiter is registered as for the lock); an error "LIMIT …" when KEY is held with another N,
+ * or shared.
  */
 static struct script script_sem_acquire = {
 	.writes = true,
 	.text = "local handoff, limit = string.match(ARGV[3], '^(%d+):(%d+)$')\n"
 		"handoff, limit = tonumber(handoff), tonumber(limit)\n"
-		"local t = redis.call('TIME')\n"
-		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"local tag = 'limit:' .. limit\n"
+		"local me = ARGV[1]\n" NOW "local tag = 'limit:' .. limit\n"
 		"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
 		"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
 		"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
 		"if old and old ~= tag and count > 0 then\n"
-		"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
-		"    string.sub(old, 7) .. ', not ' .. limit)\n"
+		"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held ' ..\n"
+		"    (old == 'shared' and 'shared' or 'with --limit ' .. string.sub(old, 7)) ..\n"
+		"    ', not with --limit ' .. limit)\n"
 		"end\n"
 		"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 		"if mine or count < limit then\n"
@@ -132,7 +168,7 @@ static struct script script_sem_acquire = {
 		"  redis.call('ZADD', KEYS[1], -1, tag, now + tonumber(ARGV[2]), ARGV[1])\n"
 		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
-		"  redis.call('ZREM', KEYS[4], ARGV[1])\n"
+		"  redis.call('ZREM', KEYS[4], me)\n"
 		"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
 		"  return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n"
 		"end\n"
@@ -141,48 +177,108 @@ static struct script script_sem_acquire = {
 		"local pttl = first[2] - now\n" WAIT_IN_LINE "return {0, pttl, first[1]}\n",
 };
 
-/* A semaphore's renewal: as the lock's (1, 0 or -1), our place extended to a full TTL. */
-static struct script script_sem_renew = {
+/*
+ * A shared holder's acquire: as the semaphore's, with ARGV[3] the handoff allowance alone.
+ * A place is ours unless an exclusive holder has KEY, or an exclusive waiter is in line (it
+ * goes first: a stream of shared holders never starves it); we then wait for the one that
+ * holds it, or for the time that waiter's place in line lasts.
+ */
+static struct script script_shared_acquire = {
 	.writes = true,
-	.text = "local t = redis.call('TIME')\n"
-		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"local score = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-		"if score and tonumber(score) > now then\n"
-		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
-		"  return 1\n"
+	.text = "local me, handoff = 's:' .. ARGV[1], tonumber(ARGV[3])\n" NOW
+		"local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
+		"local mine, count = false, 0\n"
+		"if type(holder) == 'string' then\n"
+		"  pttl = redis.call('PTTL', KEYS[1])\n"
+		"elseif holder then\n"
+		"  redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
+		"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+		"  if tag ~= 'shared' then\n"
+		"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+		"      string.sub(tag, 7) .. ', not shared')\n"
+		"  end\n"
+		"  mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+		"  count = redis.call('ZCARD', KEYS[1]) - 1\n"
 		"end\n"
-		"if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n"
-		"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
-		"return -1\n",
+		"if not pttl and not mine then\n"
+		"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)\n"
+		"  local w = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')\n"
+		"  for i = 1, #w, 2 do\n"
+		"    if string.sub(w[i], 1, 2) ~= 's:' then\n"
+		"      holder, pttl = w[i], w[i + 1] - now\n"
+		"      break\n"
+		"    end\n"
+		"  end\n"
+		"end\n"
+		"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
+		"end\n"
+		"redis.call('ZADD', KEYS[1], -1, 'shared', now + tonumber(ARGV[2]), ARGV[1])\n"
+		"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		"redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		"redis.call('ZREM', KEYS[4], me)\n"
+		"local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+		"return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n",
 };
 
-/* A semaphore's release: as the lock's, for our place; the key goes with its last holder. */
+/*
+ * A semaphore's or shared holder's renewal: as the lock's (1, 0, -1 or the new holder's
+ * value), our place extended to a full TTL.
+ */
+static struct script script_sem_renew = {
+	.writes = true,
+	.text = NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"
+		    "if type(score) == 'table' then return redis.call('GET', KEYS[1]) end\n"
+		    "if score and tonumber(score) > now then\n"
+		    "  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
+		    "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+		    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		    "  return 1\n"
+		    "end\n"
+		    "if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n"
+		    "if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
+		    "return -1\n",
+};
+
+/*
+ * A semaphore's or shared holder's release, up to `others`: the holders left besides us (our
+ * place stays, to its end, with --min-hold); the key goes with its last holder.
+ */
+#define LEAVE_PLACE                                                                                \
+	NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"                              \
+	    "if type(score) ~= 'string' or tonumber(score) <= now then\n"                          \
+	    "  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"                          \
+	    "  return -1\n"                                                                        \
+	    "end\n"                                                                                \
+	    "local keep = tonumber(ARGV[2])\n"                                                     \
+	    "if keep > 0 then\n"                                                                   \
+	    "  redis.call('ZADD', KEYS[1], now + keep, ARGV[1])\n"                                 \
+	    "else\n"                                                                               \
+	    "  redis.call('ZREM', KEYS[1], ARGV[1])\n"                                             \
+	    "end\n"                                                                                \
+	    "local live = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"                        \
+	    "if live == 0 then\n"                                                                  \
+	    "  redis.call('DEL', KEYS[1])\n"                                                       \
+	    "else\n"                                                                               \
+	    "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"                 \
+	    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n"                                        \
+	    "end\n"                                                                                \
+	    "local others = live - (keep > 0 and 1 or 0)\n"
+
+/* A semaphore's release wakes a waiter whenever a place frees. */
 static struct script script_sem_release = {
-	.text = "local t = redis.call('TIME')\n"
-		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"local score = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-		"if not score or tonumber(score) <= now then\n"
-		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
-		"  return -1\n"
-		"end\n"
-		"if tonumber(ARGV[3]) > 0 then\n"
-		"  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])\n"
-		"else\n"
-		"  redis.call('ZREM', KEYS[1], ARGV[1])\n"
-		"end\n"
-		"if redis.call('ZCOUNT', KEYS[1], now + 1, '+inf') == 0 then\n"
-		"  redis.call('DEL', KEYS[1])\n"
-		"else\n"
-		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
-		"end\n" WAKE_ONE "return 1\n",
+	.text = LEAVE_PLACE WAKE "return 1\n",
+};
+
+/* A shared holder's wakes them only when no other holds KEY: nobody else could take it. */
+static struct script script_shared_release = {
+	.text = LEAVE_PLACE "if others == 0 then\n" WAKE "end\n"
+			    "return 1\n",
 };
 
 /* KEYS[1] the lock, KEYS[2] its fence counter. Returns {value, PTTL, fence}, with false for
- * a value or fence that is not there; for a semaphore, {-1, "limit:N", fence, then each live
- * holder's value and ms left, the first to end first, 16 at most}. Reads only. */
+ * a value or fence that is not there; for a semaphore or a shared lock, {-1, "limit:N" or "shared",
+ * fence, then each live holder's value and ms left, the first to end first, 16 at most}. Reads
+ * only. */
 struct script script_query = {
 	.text = "if redis.call('TYPE', KEYS[1]).ok == 'zset' then\n"
 		"  local t = redis.call('TIME')\n"
@@ -214,12 +310,15 @@ struct script script_fence = {
 };
 
 static struct script *const scripts[] = {
-	&script_acquire, &script_renew,       &script_release,   &script_query,
-	&script_fence,   &script_sem_acquire, &script_sem_renew, &script_sem_release,
+	&script_acquire,        &script_renew,       &script_release, &script_sem_acquire,
+	&script_sem_renew,      &script_sem_release, &script_query,   &script_shared_acquire,
+	&script_shared_release, &script_fence,
 };
 
 const struct kind kind_exclusive = { &script_acquire, &script_renew, &script_release };
 const struct kind kind_semaphore = { &script_sem_acquire, &script_sem_renew, &script_sem_release };
+const struct kind kind_shared = { &script_shared_acquire, &script_sem_renew,
+				  &script_shared_release };
 
 void
 scripts_init(void)

@@ -23,6 +23,7 @@ struct kind {
 
 extern const struct kind kind_exclusive; /* a lock: a string at KEY */
 extern const struct kind kind_semaphore; /* --limit N: a sorted set of holders at KEY */
+extern const struct kind kind_shared;    /* --shared: the same, which a lock waits for */
 
 extern struct script script_query; /* who holds KEY, read-only */
 extern struct script script_fence; /* raises a fence counter */

@@ -103,7 +103,7 @@ moved_on() {
 	[[ $(rcli_on "$m" exists "$key") == 0 ]]
 }
 
-@test "--limit and --min-hold through a seed that does not own the slot" {
+@test "--limit, --shared and --min-hold through a seed that does not own the slot" {
 	local m key seed url
 	m=$(cluster_masters | head -1)
 	key=$(key_on "$m")
@@ -116,6 +116,16 @@ moved_on() {
 	assert_output 2
 	run -0 "$RR" -r "$url" --status "$key"
 	assert_line --index 0 --partial "is held by 1 of 2 (a semaphore)"
+	kill "$holder"
+	wait "$holder" || true
+	"$RR" -r "$url" -s "$key" -- sh -c 'touch "$1/shared"; exec sleep 30' sh "$dir" &
+	holder=$!
+	wait_until 5 test -e "$dir/shared"
+	run -0 "$RR" -r "$url" -s "$key" -- sh -c 'echo "$REDLOCK_HOLDERS"'
+	assert_output 2
+	run -75 "$RR" -r "$url" -n "$key" -- echo never
+	run -75 "$RR" -r "$url" --status "$key"
+	assert_line --index 0 --partial "is held shared by 1"
 	kill "$holder"
 	wait "$holder" || true
 	run -0 "$RR" -r "$url" --min-hold 1s "$key" -- true

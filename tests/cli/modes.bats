@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # More than a mutex (issue 12). --limit N: up to N holders, each with its own lease, renewed,
-# lost and released on its own; a release wakes a waiter. --min-hold: a command that ends
-# sooner leaves the lock taken until the minimum is over, exits at once with its own status,
-# and the next holder gets the lock when it runs out, woken for it.
+# lost and released on its own; a release wakes a waiter. --shared: any number of shared
+# holders or one exclusive, which newcomers wait behind once it waits. --min-hold: a command
+# that ends sooner leaves the lock taken until the minimum is over, exits at once with its own
+# status, and the next holder gets the lock when it runs out, woken for it.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -127,9 +128,9 @@ occupancy() {
 	local holder=$!
 	wait_until 5 test -e "$dir/held"
 	run -69 "$RR" -l 2 -n sem -- echo never
-	assert_output --partial "LIMIT sem is held with --limit 3, not 2"
+	assert_output --partial "LIMIT sem is held with --limit 3, not with --limit 2"
 	run -69 "$RR" -n sem -- echo never
-	assert_output --partial "it is used with --limit elsewhere"
+	assert_output --partial "LIMIT sem is held with --limit 3, not as a lock"
 	kill "$holder"
 	wait "$holder" || true
 	"$RR" lock -- sh -c 'touch "$1/locked"; exec sleep 30' sh "$dir" &
@@ -145,19 +146,24 @@ occupancy() {
 	run -0 "$RR" -l 1 sem -- echo "a lock"
 }
 
-@test "--limit: a frozen server stops a holder before its lease can lapse, exit 76" {
-	local t0
-	"$RR" -l 2 -t 1s sem -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" 2>"$dir/err" &
-	local holder=$!
-	wait_until 5 test -e "$dir/held"
-	t0=$(now_ms)
-	kill -STOP "$(redis_pid main)"
-	wait_until 5 gone "$holder"
-	kill -CONT "$(redis_pid main)"
-	reap "$holder"
-	cat "$dir/err"
-	[ "$status" -eq 76 ]
-	(($(now_ms) - t0 < 1000))
+@test "--limit and -s: a frozen server stops a holder before its lease can lapse, exit 76" {
+	local t0 mode holder
+	for mode in "-l 2" "-s"; do
+		# shellcheck disable=SC2086 # the mode is two words, or one
+		"$RR" $mode -t 1s held -- sh -c 'touch "$1/held"; exec sleep 30' sh "$dir" 2>"$dir/err" &
+		holder=$!
+		wait_until 5 test -e "$dir/held"
+		t0=$(now_ms)
+		kill -STOP "$(redis_pid main)"
+		wait_until 5 gone "$holder"
+		kill -CONT "$(redis_pid main)"
+		reap "$holder"
+		cat "$dir/err"
+		[ "$status" -eq 76 ]
+		(($(now_ms) - t0 < 1000))
+		rm "$dir/held"
+		main_server_reset
+	done
 }
 
 @test "--status on a semaphore: every holder, the mode; 0 while a place is free, 75 when full" {
@@ -174,4 +180,170 @@ occupancy() {
 	wait "$holder" || true
 	run -0 "$RR" --status --json sem
 	assert_output --partial '"mode": "exclusive", "limit": 1, "holders": []'
+}
+
+# A run that says when it starts and ends: "start|end MICROSECONDS KIND" in $dir/log.
+logged_run() {
+	local kind=$1
+	shift
+	"$RR" "$@" -- sh -c 'echo "start $(date +%s%6N) $2" >>"$1/log"; sleep 0.05
+		echo "end $(date +%s%6N) $2" >>"$1/log"' sh "$dir" "$kind" ||
+		echo "$kind exit $?" >>"$dir/failed"
+}
+
+# From $dir/log: the most shared runs inside at once, and how often an exclusive run shared
+# its time with any other run (an end sorts before a start of the same microsecond).
+overlaps() {
+	sort -k2,2n -k1,1 "$dir/log" | awk '
+		$1 == "start" && $3 == "x" { if (shared || excl) bad++; excl++ }
+		$1 == "start" && $3 == "s" { if (excl) bad++; if (++shared > most) most = shared }
+		$1 == "end" && $3 == "x" { excl-- }
+		$1 == "end" && $3 == "s" { shared-- }
+		END { printf "%d %d\n", most, bad }'
+}
+
+@test "-s: 5 shared holders are inside at once, each told how many hold it" {
+	local i pids=()
+	for ((i = 0; i < 5; i++)); do
+		# Each stays until all 5 are in (or 5s pass, and fails).
+		"$RR" -s shared -- sh -c 'echo "$REDLOCK_HOLDERS" >"$1/in.$$"; n=0
+			while [ "$(ls "$1" | grep -c "^in\.")" -lt 5 ]; do
+				n=$((n + 1)); [ "$n" -lt 100 ] || exit 1; sleep 0.05
+			done' sh "$dir" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	[[ $(cat "$dir"/in.* | sort -n | tr '\n' ' ') == "1 2 3 4 5 " ]]
+	[[ $(keys_but_fences) == "" ]]
+}
+
+@test "-s and -x: shared runs overlap, an exclusive one never overlaps any other" {
+	local i pids=()
+	for ((i = 0; i < 6; i++)); do
+		if ((i < 2)); then
+			(for _ in 1 2 3 4 5 6; do logged_run x -x mixed; done) &
+		else
+			(for _ in 1 2 3 4 5 6; do logged_run s -s mixed; done) &
+		fi
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	[ ! -e "$dir/failed" ]
+	[[ $(grep -c start "$dir/log") == 36 ]]
+	read -r most bad < <(overlaps)
+	echo "most shared inside: $most, exclusive overlaps: $bad"
+	((bad == 0)) || { sort -k2,2n -k1,1 "$dir/log"; false; }
+	((most >= 2))
+	[[ $(keys_but_fences) == "" ]]
+}
+
+@test "-s: a stream of shared newcomers does not starve an exclusive waiter" {
+	# A new shared holder every 100ms, each for 400ms: shared holders never all leave.
+	(for _ in $(seq 40); do
+		"$RR" -s stream -- sleep 0.4 || echo "shared exit $?" >>"$dir/failed" &
+		sleep 0.1
+	done
+	wait) &
+	local stream=$! t0
+	wait_until 5 held_on main stream
+	sleep 0.5 # the stream is in full flow
+	t0=$(now_ms)
+	run -0 "$RR" -w 3s stream -- echo exclusive
+	assert_output exclusive
+	echo "the exclusive waiter got in after $(($(now_ms) - t0))ms"
+	# The holders then inside end within 400ms; newcomers waited behind it.
+	(($(now_ms) - t0 < 1500))
+	wait "$stream"
+	[ ! -e "$dir/failed" ]
+}
+
+@test "-s: a release wakes all the shared waiters, and the last shared one an exclusive waiter" {
+	local pids=() i t0
+	"$RR" wake -- sh -c 'touch "$1/x"; while [ ! -e "$1/go" ]; do sleep 0.02; done' sh "$dir" &
+	local x=$!
+	wait_until 5 test -e "$dir/x"
+	for ((i = 0; i < 3; i++)); do
+		"$RR" -s wake -- sh -c 'touch "$1/s.$$"; while [ ! -e "$1/go2" ]; do sleep 0.02; done' \
+			sh "$dir" &
+		pids+=($!)
+	done
+	wait_until 5 test "$(rcli zcard '{wake}:waiting')" -eq 3
+	t0=$(now_ms)
+	touch "$dir/go"
+	wait "$x"
+	all_in() { [[ $(find "$dir" -name 's.*' | wc -l) == 3 ]]; }
+	wait_until 5 all_in
+	echo "all shared in after $(($(now_ms) - t0))ms"
+	# Woken by the release, not by the end of a 30s lease or of a 1s handoff.
+	(($(now_ms) - t0 < 800))
+	"$RR" wake -- touch "$dir/x2" &
+	local x2=$!
+	wait_until 5 test "$(rcli zcard '{wake}:waiting')" -eq 1
+	t0=$(now_ms)
+	touch "$dir/go2"
+	wait_until 5 test -e "$dir/x2"
+	echo "exclusive in after $(($(now_ms) - t0))ms"
+	(($(now_ms) - t0 < 800))
+	for i in "${pids[@]}" "$x2"; do wait "$i"; done
+}
+
+@test "-s: an exclusive waiter that is stopped leaves the line; shared newcomers get in at once" {
+	"$RR" -s line -- sh -c 'touch "$1/s"; exec sleep 30' sh "$dir" &
+	local s=$!
+	wait_until 5 test -e "$dir/s"
+	"$RR" line -- echo never &
+	local x=$!
+	wait_until 5 test "$(rcli zcard '{line}:waiting')" -eq 1
+	run -75 "$RR" -s -n line -- echo "not while it waits"
+	kill -TERM "$x"
+	reap "$x"
+	[ "$status" -eq 143 ]
+	[[ $(rcli exists '{line}:waiting') == 0 ]]
+	run -0 "$RR" -s -n line -- sh -c 'echo "$REDLOCK_HOLDERS"'
+	assert_output 2
+	kill "$s"
+	wait "$s" || true
+}
+
+@test "-s: mixed with --limit is a clear 69; with --limit N or several servers 64; -x undoes it" {
+	"$RR" -s mix -- sh -c 'touch "$1/s"; exec sleep 30' sh "$dir" &
+	local s=$!
+	wait_until 5 test -e "$dir/s"
+	run -69 "$RR" -l 2 -n mix -- echo never
+	assert_output --partial "LIMIT mix is held shared, not with --limit 2"
+	run -75 "$RR" -n mix -- echo never
+	run -75 "$RR" -s -x -n mix -- echo never
+	kill "$s"
+	wait "$s" || true
+	"$RR" -l 2 mix -- sh -c 'touch "$1/l"; exec sleep 30' sh "$dir" &
+	s=$!
+	wait_until 5 test -e "$dir/l"
+	run -69 "$RR" -s -n mix -- echo never
+	assert_output --partial "LIMIT mix is held with --limit 2, not shared"
+	kill "$s"
+	wait "$s" || true
+	run -64 "$RR" -s -l 2 mix -- true
+	assert_output --partial "--shared and --limit 2"
+	run -64 "$RR" -s -r "$REDLOCK_URL" -r redis://127.0.0.1:1 mix -- true
+	assert_output --partial "--shared with 2 servers is not supported yet"
+	run -0 "$RR" -s -l 1 mix -- echo "shared, of one"
+}
+
+@test "--status on a shared lock: every holder, the mode; 75, or 0 asked with -s" {
+	local pids=() i
+	for i in 1 2; do
+		"$RR" -s shared -- sh -c 'touch "$1/held.$$"; exec sleep 30' sh "$dir" &
+		pids+=($!)
+	done
+	both() { [[ $(find "$dir" -name 'held.*' | wc -l) == 2 ]]; }
+	wait_until 5 both
+	run -75 "$RR" --status shared
+	assert_output --regexp "^shared is held shared by 2: .* for another [0-9.]+s, .* for another [0-9.]+s \(fence 2\)$"
+	run -0 "$RR" --status -s shared
+	run -75 "$RR" --status --json shared
+	assert_output --partial '"held": true'
+	assert_output --partial '"mode": "shared", "limit": null, "holders": [{"host": '
+	assert_output --regexp '"holders": \[\{[^]]*\}, \{[^]]*\}\]'
+	kill "${pids[@]}"
+	for i in "${pids[@]}"; do wait "$i" || true; done
 }

@@ -104,6 +104,28 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	[[ $(on_master exists job) == 0 ]]
 }
 
+@test "shared and --limit holders ride a forced failover and release on the new master" {
+	local old pids=() i
+	old=$(master_port)
+	for i in 1 2; do
+		"$RR" -s -t 6s shared -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+		pids+=($!)
+	done
+	"$RR" -l 2 -t 6s sem -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+	pids+=($!)
+	# Two holders and the tag that says the mode, on the replica too.
+	replicated() { [[ $(rcli_on m2 zcard shared) == 3 && $(rcli_on m2 zcard sem) == 2 ]]; }
+	wait_until 5 replicated
+	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
+	wait_until 20 failover_done "$old"
+	run -75 "$RR" -n shared -- echo never
+	run -0 "$RR" --status -s shared
+	assert_line --index 0 --partial "shared is held shared by 2"
+	touch "$dir/go"
+	for i in "${pids[@]}"; do wait "$i"; done
+	[[ $(on_master exists shared sem) == 0 ]]
+}
+
 @test "a failover that loses the key: the command is stopped, 76, and says failover" {
 	local old
 	old=$(redis_port m1)

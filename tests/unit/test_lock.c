@@ -284,15 +284,63 @@ main(void)
 	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
 	c.limit = 3;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_UNAVAILABLE);
-	CHECK(strstr(c.error, "LIMIT sem is held with --limit 2, not 3") != NULL);
+	CHECK(strstr(c.error, "LIMIT sem is held with --limit 2, not with --limit 3") != NULL);
 	c.limit = 1;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_UNAVAILABLE);
-	CHECK(strstr(c.error, "it is used with --limit elsewhere") != NULL);
+	CHECK(strstr(c.error, "LIMIT sem is held with --limit 2, not as a lock") != NULL);
+	c.shared = true;
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_UNAVAILABLE);
+	CHECK(strstr(c.error, "LIMIT sem is held with --limit 2, not shared") != NULL);
+	c.shared = false;
 	c.limit = 2;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_ACQUIRED);
 	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 	CHECK_INT(lock_release(&c, cc, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 	CHECK_STR(redis_fixture_call(admin, "EXISTS", "sem", NULL), "0"); /* gone with its last */
+	lock_free(&c);
+
+	/* Shared (--shared): two shared holders; an exclusive one finds them, with the lease
+	 * that ends last, and is registered; a shared newcomer then waits behind it; the last
+	 * shared release wakes it, on its own list. */
+	lock_free(&a);
+	lock_free(&b);
+	CHECK_INT(lock_init(&a, "rw", 10 * NS_PER_S), 0);
+	CHECK_INT(lock_init(&b, "rw", 10 * NS_PER_S), 0);
+	CHECK_INT(lock_init(&c, "rw", 10 * NS_PER_S), 0);
+	a.shared = b.shared = true;
+	CHECK_INT(lock_acquire(&a, ca, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_acquire(&b, cb, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(b.holders, 2);
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK(sem.held && sem.shared && sem.limit == 0);
+	CHECK_INT(sem.holders, 2);
+	c.shared = true;
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK(!sem.held); /* a shared one could get in */
+	c.shared = false;
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_BUSY);
+	CHECK(strcmp(c.holder, a.value) == 0 || strcmp(c.holder, b.value) == 0);
+	redis_fixture_call(admin, "ZADD", "{rw}:waiting", "9999999999999", c.value, NULL);
+	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "{rw}:wake", NULL), "0"); /* b holds it */
+	lock_free(&a);
+	CHECK_INT(lock_init(&a, "rw", 10 * NS_PER_S), 0);
+	a.shared = true;
+	CHECK_INT(lock_acquire(&a, ca, 0, -1, NULL, NULL), LOCK_BUSY);
+	CHECK_STR(a.holder, c.value); /* behind the exclusive waiter */
+	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "LLEN", "{rw}:wake", NULL), "1");
+	CHECK_STR(redis_fixture_call(admin, "EXISTS", "rw", NULL), "0");
+	CHECK_INT(lock_acquire(&c, cc, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	/* The exclusive release wakes the shared waiter on its list; a shared renewal finds
+	 * the exclusive holder. */
+	redis_fixture_call(admin, "ZADD", "{rw}:waiting", "9999999999999", "s:someone-shared",
+			   NULL);
+	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_TAKEN);
+	CHECK_STR(b.holder, c.value);
+	CHECK_INT(lock_release(&c, cc, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "LLEN", "{rw}:wake-shared", NULL), "1");
 	lock_free(&c);
 	nodes_free(cc);
 

@@ -294,6 +294,21 @@ main(void)
 	REFUSED("a quorum of servers cannot keep the holders to 2", "-l", "2", "-r", "redis://a",
 		"-r", "redis://b", "k", "true");
 
+	/* -s, --shared; -x and -e undo it (the last counts, as in flock); not with --limit N or
+	 * several servers. */
+	CHECK_INT(PARSE("-s", "k", "true"), OPTS_RUN);
+	CHECK(o.shared);
+	DONE();
+	CHECK_INT(PARSE("--shared", "-x", "k", "true"), OPTS_RUN);
+	CHECK(!o.shared);
+	DONE();
+	CHECK_INT(PARSE("-e", "-s", "-l", "1", "k", "true"), OPTS_RUN);
+	CHECK(o.shared);
+	DONE();
+	REFUSED("--shared and --limit 2", "-s", "-l", "2", "k", "true");
+	REFUSED("--shared with 2 servers is not supported yet", "-s", "-r", "redis://a", "-r",
+		"redis://b", "k", "true");
+
 	/* --min-hold: a duration; 0 is none. */
 	CHECK_INT(PARSE("--min-hold", "10m", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.min_hold, 600 * NS_PER_S);
