@@ -121,6 +121,17 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	run -75 "$RR" -n shared -- echo never
 	run -0 "$RR" --status -s shared
 	assert_line --index 0 --partial "shared is held shared by 2"
+	# Every holder renews (every 2s) on the new master: its lease there ends more than a TTL
+	# after now. Then it follows that master, and releases there. (Until then a holder may be
+	# on the old one, which says it is a master for a while: its release would go there, and
+	# its place would last out its lease on the new one.)
+	local now
+	now=$(on_master time | awk 'NR == 1 { s = $1 } NR == 2 { printf "%d", s * 1000 + $1 / 1000 }')
+	first_lease_end() { on_master zrangebyscore "$1" 0 +inf withscores limit 0 1 | sed -n 2p; }
+	renewed_there() {
+		(($(first_lease_end shared) > now + 6000 && $(first_lease_end sem) > now + 6000))
+	}
+	wait_until 8 renewed_there
 	touch "$dir/go"
 	for i in "${pids[@]}"; do wait "$i"; done
 	[[ $(on_master exists shared sem) == 0 ]]
