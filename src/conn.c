@@ -148,6 +148,21 @@ conn_has_tls(void)
 	return tls_available();
 }
 
+void
+conn_print_libraries(FILE *out)
+{
+	char err[256];
+	const char *openssl = tls_library_version(err, sizeof(err));
+
+	/* hiredis has no run-time version call; its soname changes with every minor version,
+	 * so the headers' version is the one that runs. */
+	fprintf(out, "hiredis %d.%d.%d\n", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+	if (openssl)
+		fprintf(out, "%s (loaded only when a connection uses TLS)\n", openssl);
+	else
+		fprintf(out, "OpenSSL: %s\n", err);
+}
+
 struct conn *
 conn_new(const struct redis_url *url)
 {

@@ -9,6 +9,7 @@
 #define REDLOCK_CONN_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,9 @@ enum conn_result {
 int conn_setup_tls(const struct tls_config *cfg, char *err, size_t size);
 /* True when this build can speak TLS (rediss://). */
 bool conn_has_tls(void);
+/* For --version: the libraries this run would use, one per line ("hiredis 0.14.1", then
+ * OpenSSL's own version string, or why there is none). Loads OpenSSL to ask it. */
+void conn_print_libraries(FILE *out);
 
 /* A closed connection to url, which must outlive it. NULL when out of memory. */
 struct conn *conn_new(const struct redis_url *url);

@@ -206,6 +206,7 @@ main(int argc, char *argv[])
 	case OPTS_VERSION:
 		printf("redlock-run %s (TLS: %s)\n", REDLOCK_VERSION,
 		       conn_has_tls() ? "yes" : "no");
+		conn_print_libraries(stdout);
 		return 0;
 	case OPTS_USAGE_ERROR:
 		msg_error("%s", err);

@@ -12,6 +12,13 @@ tls_available(void)
 	return false;
 }
 
+const char *
+tls_library_version(char *err, size_t size)
+{
+	snprintf(err, size, "not in this build");
+	return NULL;
+}
+
 int
 tls_configure(const struct tls_config *cfg, char *err, size_t size)
 {
@@ -136,7 +143,8 @@ tls_resumed(const struct tls *t)
 	X(ERR_get_error)                                                                           \
 	X(ERR_peek_last_error)                                                                     \
 	X(ERR_clear_error)                                                                         \
-	X(ERR_error_string_n)
+	X(ERR_error_string_n)                                                                      \
+	X(OpenSSL_version)
 
 #define DECLARE(name) static __typeof__(name) *p_##name;
 OPENSSL_FUNCTIONS(DECLARE)
@@ -324,6 +332,17 @@ bool
 tls_available(void)
 {
 	return true;
+}
+
+const char *
+tls_library_version(char *err, size_t size)
+{
+	pthread_once(&tls.once, load);
+	if (tls.load_error[0]) {
+		snprintf(err, size, "%s", tls.load_error);
+		return NULL;
+	}
+	return p_OpenSSL_version(OPENSSL_VERSION);
 }
 
 int

@@ -26,6 +26,10 @@ struct tls_config {
 /* True when this build can speak TLS. */
 bool tls_available(void);
 
+/* The version string of the OpenSSL that TLS connections would load ("OpenSSL 3.0.x ..."),
+ * loading it to ask; NULL with err saying why when there is none. */
+const char *tls_library_version(char *err, size_t size);
+
 /*
  * Loads OpenSSL and sets up the one client context from cfg: the trust store, the client
  * certificate and key (which must match). Returns 0; -1 with a message in err for a file

@@ -33,18 +33,56 @@ long_options() {
 	grep -q '^| 128+N |' "$SOURCE_ROOT/README.md"
 }
 
-@test "every long option is in the man page and in --help" {
-	run "$REDLOCK_RUN" --help
-	help=$output
-	count=0
+short_options() {
+	sed -n 's/^static const char short_options\[\] = "+:\(.*\)";/\1/p' "$SOURCE_ROOT/src/opts.c" |
+		tr -d ':' | grep -o .
+}
+
+# The option lines of each mirror: the table of the README, the OPTIONS section of the man
+# page (mdoc spells --opt as "\-opt" after Fl), and --help up to its first blank line after
+# "Options:".
+readme_options() { grep '^| `-' "$SOURCE_ROOT/README.md"; }
+man_options() {
+	sed -n '/^\.Sh OPTIONS/,/^\.Sh /p' "$SOURCE_ROOT/man/redlock-run.1" | grep '^\.It Fl' |
+		sed 's/\\-/--/g'
+}
+help_options() { "$REDLOCK_RUN" --help | sed -n '/^Options:/,/^$/p'; }
+
+@test "every option is in --help, the man page and the README, short and long" {
+	local opt c count=0 help man readme
+	help=$(help_options)
+	man=$(man_options)
+	readme=$(readme_options)
 	for opt in $(long_options); do
 		count=$((count + 1))
-		grep -q -- "--$opt\b" <<<"$help" || { echo "--help lacks --$opt" >&2; false; }
-		# mdoc spells --opt as "\-opt" after Fl
-		grep -Eq -- "\\\\-$opt([^a-z-]|\$)" "$SOURCE_ROOT/man/redlock-run.1" ||
-			{ echo "man page lacks --$opt" >&2; false; }
+		grep -Eq -- "--$opt([^a-z-]|\$)" <<<"$help" || { echo "--help lacks --$opt" >&2; false; }
+		grep -Eq -- "--$opt([^a-z-]|\$)" <<<"$man" || { echo "man page lacks --$opt" >&2; false; }
+		grep -Eq -- "--$opt([^a-z-]|\$)" <<<"$readme" ||
+			{ echo "README lacks --$opt" >&2; false; }
 	done
-	((count >= 10))
+	((count >= 20))
+	for c in $(short_options); do
+		grep -Eq -- "(^| )-$c([, ]|\$)" <<<"$help" || { echo "--help lacks -$c" >&2; false; }
+		grep -Eq -- "^\.It Fl ([a-zA-Z] , )*$c( |\$)" <<<"$man" ||
+			{ echo "man page lacks -$c" >&2; false; }
+		grep -Eq -- "\`-$c[\`, ]|, -$c[\`, ]" <<<"$readme" || { echo "README lacks -$c" >&2; false; }
+	done
+}
+
+@test "no mirror names an option that does not exist" {
+	local opt known
+	known=" $(long_options | tr '\n' ' ') "
+	for opt in $({ help_options; man_options; readme_options; } | grep -Eo -- '--[a-z][a-z-]*' |
+		sed 's/^--//' | sort -u); do
+		[[ $known == *" $opt "* ]] || { echo "--$opt is documented but does not exist" >&2; false; }
+	done
+}
+
+@test "the man page is clean for mandoc -Tlint" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed (Debian: mandoc)"
+	# Whether the system's own pages are indexed is not the page's business.
+	run mandoc -Tlint "$SOURCE_ROOT/man/redlock-run.1"
+	grep -v 'mandoc\.db' <<<"$output" | { ! grep .; }
 }
 
 @test "the man page's ACL SETUSER line allows exactly what the tests run as (LOCKER_COMMANDS)" {
