@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by scripts/setup.sh and scripts/test.sh: make sure what the build and the tests need
 # is installed, installing it with apt-get when we can (root or sudo), and saying exactly what
 # is missing when we cannot.
@@ -23,6 +24,11 @@ python3|command -v python3|python3
 script|command -v script|bsdutils
 flock|command -v flock|util-linux
 strace|command -v strace|strace
+mandoc|command -v mandoc|mandoc
+shellcheck|command -v shellcheck|shellcheck
+python3-yaml|/usr/bin/python3 -c 'import yaml'|python3-yaml
+systemd-analyze|command -v systemd-analyze|systemd
+bash-completion|test -f /usr/share/bash-completion/bash_completion|bash-completion
 EOT
 }
 
@@ -34,26 +40,41 @@ ensure_packages() {
 			names+=("$what")
 		fi
 	done < <(need_list)
-	((${#missing[@]} == 0)) && return 0
+	((${#missing[@]} == 0)) || install_packages "${names[*]}" "${missing[@]}"
+}
 
+# ensure_listed_packages PACKAGE...: the Debian packages named, installed if they are not.
+ensure_listed_packages() {
+	local pkg missing=()
+	for pkg; do
+		dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+	done
+	((${#missing[@]} == 0)) || install_packages "${missing[*]}" "${missing[@]}"
+}
+
+# install_packages WHAT PACKAGE...: apt-get install, as root or with sudo; otherwise says
+# what is missing (WHAT, in words) and how to install it, and exits.
+install_packages() {
+	local what=$1
+	shift
 	local sudo=""
 	if ((EUID != 0)); then
 		if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
 			sudo=sudo
 		else
-			echo "missing: ${names[*]}" >&2
-			echo "install them with: sudo apt-get install ${missing[*]}" >&2
+			echo "missing: $what" >&2
+			echo "install them with: sudo apt-get install $*" >&2
 			exit 1
 		fi
 	fi
 	if ! command -v apt-get >/dev/null; then
-		echo "missing: ${names[*]} (Debian packages: ${missing[*]}); no apt-get here to install them" >&2
+		echo "missing: $what (Debian packages: $*); no apt-get here to install them" >&2
 		exit 1
 	fi
-	echo "installing: ${missing[*]}" >&2
+	echo "installing: $*" >&2
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >&2
+		"$@" >&2
 }
 
 # build DIR [meson setup arguments...]: configures DIR once (reconfigures when arguments
