@@ -10,6 +10,7 @@ import argparse
 import os
 import platform
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -184,6 +185,44 @@ class Bench:
                     stats[name] = stats.get(name, 0) + calls
         return stats
 
+    def server_cpu(self, url=None):
+        """The server's CPU time so far (user + system), in seconds."""
+        fields = dict(line.split(":", 1) for line in self.redis("INFO", "cpu", url=url).split()
+                      if ":" in line)
+        return float(fields["used_cpu_user"]) + float(fields["used_cpu_sys"])
+
+    def server_work(self, runs, body):
+        """Commands the server executed (scripts' own included) and its CPU time in ms, per
+        call of body, over runs calls."""
+        self.redis("CONFIG", "RESETSTAT")
+        cpu = self.server_cpu()
+        for _ in range(runs):
+            body()
+        cpu = self.server_cpu() - cpu
+        executed = sum(n for name, n in self.commandstats().items()
+                       if not name.startswith(("info", "config")))  # the bench's own
+        return executed / runs, cpu * 1e3 / runs
+
+    def plain_pair(self):
+        """A section's work for the server done the plain way, as a tool that runs once per
+        section would: a connection, SET NX PX, a compare-and-delete script, and closing."""
+        host, port = self.url[len("redis://"):].rsplit(":", 1)
+        release = ("if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                   "return redis.call('DEL', KEYS[1]) end return 0")
+
+        def command(conn, *words):
+            conn.sendall(f"*{len(words)}\r\n".encode() + b"".join(
+                f"${len(w.encode())}\r\n{w}\r\n".encode() for w in words))
+            reply = conn.recv(4096)
+            if reply.startswith(b"-"):
+                raise RuntimeError(reply.decode())
+
+        def pair():
+            with socket.create_connection((host, int(port))) as conn:
+                command(conn, "SET", "plain", "token", "NX", "PX", "30000")
+                command(conn, "EVAL", release, "1", "plain", "token")
+        return pair
+
     def peak_rss(self, tool):
         """VmHWM of the tool's own process while its command sleeps, in KiB."""
         argv = self.lock_argv(tool, "rss", [shutil.which("sleep"), "0.6"])
@@ -217,6 +256,13 @@ def main():
     # server that does not know its scripts yet).
     bench.uncontended(1)
     uncontended = bench.uncontended(runs)
+    true = shutil.which("true")
+    work_runs = runs // 2
+    redlock_work = bench.server_work(work_runs, lambda: bench.check(
+        "redlock-run", run_timed(bench.lock_argv("redlock-run", "work", [true]), bench.env)[1]))
+    pair = bench.plain_pair()
+    pair()  # the script cached
+    plain_work = bench.server_work(work_runs, pair)
     flock_c = bench.contended("flock", workers, iterations, work_us)
     bench.redis("CONFIG", "RESETSTAT")
     redlock_c = bench.contended("redlock-run", workers, iterations, work_us)
@@ -276,6 +322,12 @@ def main():
           f"{'' if flock_c['count'] == redlock_c['count'] == sections else '**wrong**'} |")
     print(f"| Redis commands sent per section | | {per_section:.2f} | | ≤ 4 | "
           f"{verdict(per_section <= 4)} |")
+    print(f"| Redis commands executed per uncontended run (scripts' own included) | | "
+          f"{redlock_work[0]:.2f} | {redlock_work[0] / plain_work[0]:.2f}× a plain SET NX + "
+          f"compare-and-delete ({plain_work[0]:.2f}) | ≤ 8 | {verdict(redlock_work[0] <= 8)} |")
+    print(f"| Redis CPU time per uncontended run | | {redlock_work[1] * 1e3:.1f} µs | "
+          f"{redlock_work[1] / plain_work[1]:.2f}× the plain pair ({plain_work[1] * 1e3:.1f} µs) "
+          f"| | |")
     print(f"| peak RSS while the command sleeps | {rss['flock'] / 1024:.2f} MiB | "
           f"{rss['redlock-run'] / 1024:.2f} MiB | | ≤ 2.5 MiB | "
           f"{verdict(rss['redlock-run'] <= 2.5 * 1024)} |")

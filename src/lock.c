@@ -26,17 +26,14 @@ kind_of(const struct lock *l)
 	return l->shared ? &kind_shared : l->limit > 1 ? &kind_semaphore : &kind_exclusive;
 }
 
-/* The acquire script's ARGV[3]: the handoff allowance in ms (0: not waiting), and for a
- * semaphore ":N". */
+/* The acquire script's ARGV[3], "HANDOFF:N:IN_LINE": the handoff allowance in ms (0: not
+ * waiting), the semaphore's N (1 for a lock), and 1 when an earlier attempt may have put us
+ * in line (the grant then takes us out of it), else 0. */
 static const char *
-handoff_arg(const struct lock *l, bool waiting, char *buf, size_t size)
+handoff_arg(const struct lock *l, bool waiting, bool in_line, char *buf, size_t size)
 {
-	long long ms = waiting ? LOCK_HANDOFF_MS : 0;
-
-	if (l->limit > 1)
-		snprintf(buf, size, "%lld:%d", ms, l->limit);
-	else
-		snprintf(buf, size, "%lld", ms);
+	snprintf(buf, size, "%d:%d:%d", waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1,
+		 in_line);
 	return buf;
 }
 
@@ -385,6 +382,7 @@ struct acquisition {
 	int64_t pause;                /* the pause before trying silent servers again; 0 while they
 				       * answer */
 	bool seen_held;               /* a quorum said another holds the lock */
+	bool in_line;                 /* an attempt went out that may have put us in line */
 	char shown[LOCK_HOLDER_MAX];  /* the holder the last progress line named */
 };
 
@@ -618,6 +616,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	struct answer a;
 	int64_t deadline, valid;
 	int fenced;
+	bool waiting;
 
 	memset(rd, 0, sizeof(*rd));
 	rd->start = clock_now();
@@ -625,8 +624,9 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
 	ttl_ms(l, ttl, sizeof(ttl));
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	args[6] = handoff_arg(l, q->wait != 0 && rd->start < q->wait_deadline, handoff,
-			      sizeof(handoff));
+	waiting = q->wait != 0 && rd->start < q->wait_deadline;
+	args[6] = handoff_arg(l, waiting, q->in_line, handoff, sizeof(handoff));
+	q->in_line = q->in_line || waiting;
 	call_init(&call, kind_of(l)->acquire, 4, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
@@ -1009,7 +1009,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 				      l->waiting_key,
 				      l->value,
 				      ttl,
-				      handoff_arg(l, false, handoff, sizeof(handoff)) };
+				      handoff_arg(l, false, false, handoff, sizeof(handoff)) };
 	struct call call, again;
 	struct failures why = { 0 };
 	struct answer a;

@@ -15,6 +15,15 @@
 	"local t = redis.call('TIME')\n"                                                           \
 	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 
+/* The acquire scripts' ARGV[3], "HANDOFF:N:IN_LINE": `handoff` (see WAIT_IN_LINE), `limit`
+ * (a semaphore's N; 1 otherwise) and `in_line`, true when an earlier attempt may have put
+ * us in line, which a grant then takes us out of (LEAVE_LINE). A first attempt, the common
+ * case, does not pay for that. */
+#define ARGV3                                                                                      \
+	"local handoff, limit, in_line = string.match(ARGV[3], '^(%d+):(%d+):([01])$')\n"          \
+	"handoff, limit, in_line = tonumber(handoff), tonumber(limit), in_line == '1'\n"
+#define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
+
 /*
  * The acquire scripts' end when the lock is held: with `handoff` ms (ARGV[3]) > 0, the waiter
  * `me` is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of what
@@ -40,40 +49,41 @@
  * costs the common path nothing.
  *
  * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters;
- * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] the handoff allowance in ms if we will
- * wait when it is held, else 0. (Ten arguments at most: Redis answers a longer command from
- * a client that has not authenticated with a protocol error instead of NOAUTH.)
+ * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] as ARGV3 says. (Ten arguments at most:
+ * Redis answers a longer command from a client that has not authenticated with a protocol
+ * error instead of NOAUTH.)
  *
- * Returns {1, fence} when the lock is ours: taken now (the counter grows, and wake-ups
- * meant for an earlier release are cleared), or taken by an earlier request with the same
- * value whose reply was lost (its lease is refreshed and its fence returned).
- * Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease ends
- * last); a waiter is then registered until shortly after that, so that the release wakes it.
- * An error "LIMIT …" when KEY is a semaphore.
+ * Returns {1, fence} when the lock is ours: taken now (the counter grows; taken by a waiter,
+ * the wake-ups meant for an earlier release are cleared), or taken by an earlier request with the
+ * same value whose reply was lost (its lease is refreshed and its fence returned). Otherwise {0,
+ * the holder's PTTL, the holder's value} (the shared holder whose lease ends last); a waiter is
+ * then registered until shortly after that, so that the release wakes it. An error "LIMIT …" when
+ * KEY is a semaphore.
  */
 static struct script script_acquire = {
 	.writes = true,
-	.text = "local me, handoff = ARGV[1], tonumber(ARGV[3])\n"
-		"local holder = redis.pcall('GET', KEYS[1])\n"
-		"if type(holder) == 'table' then\n"
-		"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
-		"  if tag ~= 'shared' then\n"
-		"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
-		"      string.sub(tag, 7) .. ', not as a lock')\n"
-		"  end\n"
-		"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
-		"elseif holder == ARGV[1] then\n"
-		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-		"  redis.call('ZREM', KEYS[4], me)\n"
-		"  local fence = redis.call('GET', KEYS[2])\n"
-		"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
-		"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-		"  redis.call('ZREM', KEYS[4], me)\n"
-		"  redis.call('DEL', KEYS[3])\n"
-		"  return {1, redis.call('INCR', KEYS[2])}\n"
-		"end\n"
-		"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
-		"return {0, pttl, holder}\n",
+	.text = ARGV3
+	"local me = ARGV[1]\n"
+	"local holder = redis.pcall('GET', KEYS[1])\n"
+	"if type(holder) == 'table' then\n"
+	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+	"  if tag ~= 'shared' then\n"
+	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+	"      string.sub(tag, 7) .. ', not as a lock')\n"
+	"  end\n"
+	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
+	"elseif holder == ARGV[1] then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" LEAVE_LINE
+	"  local fence = redis.call('GET', KEYS[2])\n"
+	"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
+	"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+	"  if in_line then\n"
+	"    redis.call('ZREM', KEYS[4], me)\n"
+	"    redis.call('DEL', KEYS[3])\n"
+	"  end\n"
+	"  return {1, redis.call('INCR', KEYS[2])}\n"
+	"end\n"
+	"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE "return {0, pttl, holder}\n",
 };
 
 /*
@@ -97,22 +107,27 @@ static struct script script_renew = {
 };
 
 /*
- * The release scripts' end: the waiters whose time is over (KEYS[3], as of `now`) leave the
- * line, and if any other than shared ones are left, one wake-up goes on the wake list
+ * The release scripts' end, when anyone waits (KEYS[3]): the waiters whose time is over leave
+ * the line, and if any other than shared ones are left, one wake-up goes on the wake list
  * (KEYS[2]), which BLPOP hands to exactly one of them; if only shared ones are, as many go on
  * theirs (KEYS[5]) as there are, which wakes them all. Wake-ups last a handoff allowance.
+ * `now` is the server's time in ms, or nil when the script has not asked it yet.
  */
 #define WAKE                                                                                       \
-	"redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"                                   \
 	"if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                             \
+	"  if not now then\n"                                                                      \
+	"    local t = redis.call('TIME')\n"                                                       \
+	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
+	"  end\n"                                                                                  \
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"                                 \
 	"  local shared = 0\n"                                                                     \
 	"  for _, w in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                          \
 	"    if string.sub(w, 1, 2) ~= 's:' then shared = -1 break end\n"                          \
 	"    shared = shared + 1\n"                                                                \
 	"  end\n"                                                                                  \
 	"  local list = shared < 0 and KEYS[2] or KEYS[5]\n"                                       \
-	"  for _ = 1, math.max(shared, 1) do redis.call('RPUSH', list, 1) end\n"                   \
-	"  redis.call('PEXPIRE', list, " HANDOFF_MS ")\n"                                          \
+	"  for _ = 1, shared < 0 and 1 or shared do redis.call('RPUSH', list, 1) end\n"            \
+	"  if shared ~= 0 then redis.call('PEXPIRE', list, " HANDOFF_MS ") end\n"                  \
 	"end\n"
 
 /*
@@ -134,7 +149,8 @@ static struct script script_release = {
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
-		"end\n" NOW WAKE "return 1\n",
+		"end\n"
+		"local now\n" WAKE "return 1\n",
 };
 
 /*
@@ -144,80 +160,77 @@ static struct script script_release = {
  * lives as long as its last holder. The scripts take the same KEYS and ARGV as the lock's,
  * and answer in the same shapes.
  *
- * Acquire: ARGV[3] is "HANDOFF:N", two numbers in one argument. {1, fence, holders} when a
+ * Acquire: ARGV[3] as ARGV3 says. {1, fence, holders} when a
  * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
  * waiter is registered as for the lock); an error "LIMIT …" when KEY is held with another N,
  * or shared.
  */
 static struct script script_sem_acquire = {
 	.writes = true,
-	.text = "local handoff, limit = string.match(ARGV[3], '^(%d+):(%d+)$')\n"
-		"handoff, limit = tonumber(handoff), tonumber(limit)\n"
-		"local me = ARGV[1]\n" NOW "local tag = 'limit:' .. limit\n"
-		"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
-		"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
-		"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
-		"if old and old ~= tag and count > 0 then\n"
-		"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held ' ..\n"
-		"    (old == 'shared' and 'shared' or 'with --limit ' .. string.sub(old, 7)) ..\n"
-		"    ', not with --limit ' .. limit)\n"
-		"end\n"
-		"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-		"if mine or count < limit then\n"
-		"  if old and old ~= tag then redis.call('ZREM', KEYS[1], old) end\n"
-		"  redis.call('ZADD', KEYS[1], -1, tag, now + tonumber(ARGV[2]), ARGV[1])\n"
-		"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-		"  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
-		"  redis.call('ZREM', KEYS[4], me)\n"
-		"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-		"  return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n"
-		"end\n"
-		"local first = redis.call('ZRANGEBYSCORE', KEYS[1], 0, '+inf', 'WITHSCORES', "
-		"'LIMIT', 0, 1)\n"
-		"local pttl = first[2] - now\n" WAIT_IN_LINE "return {0, pttl, first[1]}\n",
+	.text = ARGV3
+	"local me = ARGV[1]\n" NOW "local tag = 'limit:' .. limit\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
+	"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
+	"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
+	"if old and old ~= tag and count > 0 then\n"
+	"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held ' ..\n"
+	"    (old == 'shared' and 'shared' or 'with --limit ' .. string.sub(old, 7)) ..\n"
+	"    ', not with --limit ' .. limit)\n"
+	"end\n"
+	"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+	"if mine or count < limit then\n"
+	"  if old and old ~= tag then redis.call('ZREM', KEYS[1], old) end\n"
+	"  redis.call('ZADD', KEYS[1], -1, tag, now + tonumber(ARGV[2]), ARGV[1])\n"
+	"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+	"  redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
+	"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+	"  return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n"
+	"end\n"
+	"local first = redis.call('ZRANGEBYSCORE', KEYS[1], 0, '+inf', 'WITHSCORES', "
+	"'LIMIT', 0, 1)\n"
+	"local pttl = first[2] - now\n" WAIT_IN_LINE "return {0, pttl, first[1]}\n",
 };
 
 /*
- * A shared holder's acquire: as the semaphore's, with ARGV[3] the handoff allowance alone.
+ * A shared holder's acquire: as the semaphore's (N is not used).
  * A place is ours unless an exclusive holder has KEY, or an exclusive waiter is in line (it
  * goes first: a stream of shared holders never starves it); we then wait for the one that
  * holds it, or for the time that waiter's place in line lasts.
  */
 static struct script script_shared_acquire = {
 	.writes = true,
-	.text = "local me, handoff = 's:' .. ARGV[1], tonumber(ARGV[3])\n" NOW
-		"local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
-		"local mine, count = false, 0\n"
-		"if type(holder) == 'string' then\n"
-		"  pttl = redis.call('PTTL', KEYS[1])\n"
-		"elseif holder then\n"
-		"  redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
-		"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
-		"  if tag ~= 'shared' then\n"
-		"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
-		"      string.sub(tag, 7) .. ', not shared')\n"
-		"  end\n"
-		"  mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-		"  count = redis.call('ZCARD', KEYS[1]) - 1\n"
-		"end\n"
-		"if not pttl and not mine then\n"
-		"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)\n"
-		"  local w = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')\n"
-		"  for i = 1, #w, 2 do\n"
-		"    if string.sub(w[i], 1, 2) ~= 's:' then\n"
-		"      holder, pttl = w[i], w[i + 1] - now\n"
-		"      break\n"
-		"    end\n"
-		"  end\n"
-		"end\n"
-		"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
-		"end\n"
-		"redis.call('ZADD', KEYS[1], -1, 'shared', now + tonumber(ARGV[2]), ARGV[1])\n"
-		"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-		"redis.call('PEXPIREAT', KEYS[1], last[2])\n"
-		"redis.call('ZREM', KEYS[4], me)\n"
-		"local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-		"return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n",
+	.text = ARGV3
+	"local me = 's:' .. ARGV[1]\n" NOW "local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
+	"local mine, count = false, 0\n"
+	"if type(holder) == 'string' then\n"
+	"  pttl = redis.call('PTTL', KEYS[1])\n"
+	"elseif holder then\n"
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
+	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+	"  if tag ~= 'shared' then\n"
+	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+	"      string.sub(tag, 7) .. ', not shared')\n"
+	"  end\n"
+	"  mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+	"  count = redis.call('ZCARD', KEYS[1]) - 1\n"
+	"end\n"
+	"if not pttl and not mine then\n"
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)\n"
+	"  local w = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')\n"
+	"  for i = 1, #w, 2 do\n"
+	"    if string.sub(w[i], 1, 2) ~= 's:' then\n"
+	"      holder, pttl = w[i], w[i + 1] - now\n"
+	"      break\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
+	"end\n"
+	"redis.call('ZADD', KEYS[1], -1, 'shared', now + tonumber(ARGV[2]), ARGV[1])\n"
+	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
+	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
+	"local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+	"return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n",
 };
 
 /*

@@ -48,6 +48,19 @@ connections() {
 	assert_equal "$(calls script)" 0
 }
 
+@test "an uncontended run makes Redis execute 8 commands in all, the scripts' own included" {
+	run "$RR" job -- true
+	assert_success
+	# The acquire: EVALSHA, GET, SET NX, INCR; the release: EVALSHA, GET, DEL, EXISTS (nobody
+	# waits: no TIME, no clean-up of the line, no wake-up).
+	executed=$(rcli info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
+		awk '$1 !~ /^(info|config)/ { n += $2 } END { print n }')
+	assert_equal "$executed" 8
+	assert_equal "$(calls time)" 0
+	assert_equal "$(calls zrem)" 0
+	assert_equal "$(calls zremrangebyscore)" 0
+}
+
 @test "SELECT only when a db is asked for, answered before the acquire" {
 	run "$RR" -r "unix://$(redis_sock main)?db=3" job -- true
 	assert_success
