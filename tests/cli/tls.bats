@@ -7,8 +7,13 @@ bats_require_minimum_version 1.5.0
 load helpers
 
 setup_file() {
-	# A build without TLS skips every scenario here (core.bats checks its rediss://).
-	[[ $("$RR" --version) == *"(TLS: yes)" ]] || return 0
+	# A build without TLS skips every scenario here (core.bats checks its rediss://). Under
+	# meson, the build says whether it has TLS: a binary that disagrees fails, never skips.
+	if [[ ${REDLOCK_BUILD_TLS:-} == 1 ]]; then
+		[[ $("$RR" --version) == *"(TLS: yes)"* ]] ||
+			{ echo "built with TLS, but --version says: $("$RR" --version)" >&2; return 1; }
+	fi
+	[[ ${REDLOCK_BUILD_TLS:-} != 0 && $("$RR" --version) == *"(TLS: yes)"* ]] || return 0
 	export certs=$BATS_FILE_TMPDIR/certs
 	tls_certs "$certs"
 	redis_start_tls tls server
