@@ -1,0 +1,265 @@
+# shellcheck shell=bash
+# The servers of a scenario, or of the bench: one server on a Unix socket or a free loopback
+# port, a master with replicas and Sentinels, a Redis Cluster; started from Debian's
+# redis-server (or $REDLOCK_TEST_SERVER), waited for with bounded polls, and stopped, frozen
+# or not. Each lives in $(redis_dir NAME), under $TOPOLOGY_DIR (bats: the file's own
+# temporary folder). helpers.bash loads it for the scenarios; scripts/bench.sh for its rows.
+
+# The server under test: redis-server, or valkey-server (meson's *-valkey scenarios set
+# REDLOCK_TEST_SERVER); its Sentinel is the same binary with --sentinel.
+SERVER=${REDLOCK_TEST_SERVER:-redis-server}
+
+# A daemon keeps the file descriptors it was started with, and bats waits for its own fd 3
+# to close: every server is started without it.
+
+# redis_start NAME [redis-server args...]: starts a server on $(redis_dir NAME)/redis.sock
+# and waits until it answers.
+redis_start() {
+	local name=$1 dir
+	shift
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	"$SERVER" --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+		--dir "$dir" --save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" 3>&-
+	wait_until 5 test -s "$dir/redis.pid"
+	wait_until 5 redis_answers "$name"
+}
+
+# redis_start_tcp NAME [args...]: the same on a free loopback port, written to NAME/port; an
+# argument {port} stands for that port (redis_start_tls passes --port 0 --tls-port {port}).
+redis_start_tcp() {
+	local name=$1 dir port tries arg args check
+	shift
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	for tries in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((20000 + RANDOM % ${PORT_SPAN:-40000}))
+		echo "$port" >"$dir/port"
+		rm -f "$dir/redis.pid"
+		args=()
+		for arg in --port {port} "$@"; do
+			args+=("${arg//\{port\}/$port}")
+		done
+		check=(-h 127.0.0.1 -p "$port")
+		[[ " $* " == *" --tls-port "* ]] &&
+			check+=(--tls --insecure --cert "$certs/client.crt" --key "$certs/client.key")
+		if "$SERVER" "${args[@]}" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+			--dir "$dir" --save '' --appendonly no --daemonize yes \
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&- &&
+			wait_until 5 redis_answers "$name" 2>/dev/null &&
+			redis-cli "${check[@]}" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; then
+			return 0
+		fi
+		redis_stop "$name"
+	done
+	echo "no free port for redis-server" >&2
+	return 1
+}
+topology_dir() { echo "${TOPOLOGY_DIR:-$BATS_FILE_TMPDIR}"; }
+redis_dir() { echo "$(topology_dir)/redis-$1"; }
+redis_sock() { echo "$(redis_dir "$1")/redis.sock"; }
+redis_port() { cat "$(redis_dir "$1")/port"; }
+redis_pid() { cat "$(redis_dir "$1")/redis.pid"; }
+redis_answers() { redis-cli -s "$(redis_sock "$1")" ping 2>/dev/null | grep -Eq 'PONG|NOAUTH'; }
+
+redis_stop() {
+	local pid
+	pid=$(cat "$(redis_dir "$1")/redis.pid" 2>/dev/null) || return 0
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -KILL "$pid" 2>/dev/null || true
+	wait_until 5 gone "$pid"
+	rm -f "$(redis_dir "$1")/redis.pid"
+}
+rcli_on() {
+	local name=$1
+	shift
+	redis-cli -s "$(redis_sock "$name")" "$@"
+}
+# wait_until SECONDS COMMAND...: polls COMMAND every 20ms until it succeeds; fails after
+# SECONDS.
+wait_until() {
+	local limit=$1 deadline
+	shift
+	deadline=$(($(now_ms) + limit * 1000))
+	until "$@"; do
+		if (($(now_ms) >= deadline)); then
+			echo "timed out after ${limit}s waiting for: $*" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# Milliseconds and microseconds on the wall clock, without a fork.
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+now_us() { echo "${EPOCHREALTIME/./}"; }
+# gone PID: the process has exited (a zombie waiting for its parent counts as gone).
+gone() {
+	! kill -0 "$1" 2>/dev/null || [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]
+}
+# A master with replicas and three Sentinels, for the Sentinel scenarios.
+# sentinel_start [REPLICAS]: master m1 and replicas m2.. (default one) on free loopback ports, and
+# Sentinels s1..s3 watching them as master 'main' (quorum 2, down after 1s), each on a free
+# port; REDLOCK_URL names them all. sentinel_stop stops everything, frozen or not.
+SENTINEL_MASTER=main
+sentinel_start() {
+	local replicas=${1:-1} i
+	# A replica's first sync starts at once, not after the default 5s of waiting for others.
+	redis_start_tcp m1 --repl-diskless-sync-delay 0
+	for ((i = 2; i <= replicas + 1; i++)); do
+		redis_start_tcp "m$i" --replicaof 127.0.0.1 "$(redis_port m1)" \
+			--replica-priority $((100 + i)) --repl-diskless-sync-delay 0
+		wait_until 10 replica_synced "m$i"
+	done
+	for i in 1 2 3; do
+		sentinel_run "s$i"
+	done
+	wait_until 10 sentinels_agree "$(redis_port m1)"
+	sentinel_use 1 2 3
+}
+# sentinel_run NAME: one Sentinel on a free port, watching master m1 (where it is now).
+sentinel_run() {
+	local name=$1 dir tries port
+	dir=$(redis_dir "$name")
+	mkdir -p "$dir"
+	for tries in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((20000 + RANDOM % 40000))
+		echo "$port" >"$dir/port"
+		cat >"$dir/sentinel.conf" <<-EOF
+			port $port
+			bind 127.0.0.1
+			daemonize yes
+			pidfile $dir/redis.pid
+			logfile $dir/redis.log
+			dir $dir
+			sentinel monitor $SENTINEL_MASTER 127.0.0.1 $(redis_port m1) 2
+			sentinel down-after-milliseconds $SENTINEL_MASTER 1000
+			sentinel failover-timeout $SENTINEL_MASTER 5000
+			sentinel parallel-syncs $SENTINEL_MASTER 1
+		EOF
+		rm -f "$dir/redis.pid"
+		if "$SERVER" "$dir/sentinel.conf" --sentinel 3>&- &&
+			wait_until 5 sentinel_answers "$name" 2>/dev/null; then
+			return 0
+		fi
+		redis_stop "$name"
+	done
+	echo "no free port for a Sentinel" >&2
+	return 1
+}
+sentinel_answers() { redis-cli -p "$(redis_port "$1")" ping 2>/dev/null | grep -q PONG; }
+# scli NAME ARGS...: redis-cli on Sentinel (or server) NAME, over TCP.
+scli() {
+	local name=$1
+	shift
+	redis-cli -p "$(redis_port "$name")" "$@"
+}
+replica_synced() { rcli_on "$1" info replication | grep -q 'master_link_status:up'; }
+# sentinels_agree PORT: every Sentinel names the master on PORT, and knows its replicas.
+sentinels_agree() {
+	local i
+	for i in 1 2 3; do
+		[[ -s "$(redis_dir "s$i")/redis.pid" ]] || continue
+		[[ $(scli "s$i" sentinel get-master-addr-by-name "$SENTINEL_MASTER" | tail -1) == "$1" ]] ||
+			return 1
+	done
+}
+# sentinel_url I...: redis+sentinel:// through these Sentinels.
+sentinel_url() {
+	local i hosts=()
+	for i in "$@"; do
+		hosts+=("127.0.0.1:$(redis_port "s$i")")
+	done
+	local IFS=,
+	echo "redis+sentinel://${hosts[*]}/$SENTINEL_MASTER"
+}
+sentinel_use() { REDLOCK_URL=$(sentinel_url "$@"); export REDLOCK_URL; }
+# master_port: the port of the master the Sentinels name now.
+master_port() { scli s1 sentinel get-master-addr-by-name "$SENTINEL_MASTER" | tail -1; }
+# server_on PORT: the name (m1, m2...) of the server on PORT.
+server_on() {
+	local d
+	for d in "$(topology_dir)"/redis-m*; do
+		[[ $(cat "$d/port") == "$1" ]] && echo "${d##*/redis-}" && return 0
+	done
+	return 1
+}
+# failover_done OLD_PORT: the Sentinels name another master, which says it is one.
+failover_done() {
+	local port
+	port=$(master_port) && [[ $port != "$1" ]] &&
+		redis-cli -p "$port" role 2>/dev/null | head -1 | grep -q master
+}
+sentinel_stop() {
+	local d
+	for d in "$(topology_dir)"/redis-s[0-9]* "$(topology_dir)"/redis-m[0-9]*; do
+		[ -d "$d" ] && redis_stop "${d##*/redis-}"
+	done
+	return 0
+}
+
+# A Redis Cluster, for the cluster scenarios: cluster_start MASTERS [REPLICAS_EACH] starts
+# servers c1..cN on free ports (below 50000: each also listens on its port + 10000), joins
+# them with redis-cli --cluster create, and waits until every node says the cluster is ok.
+# cluster_stop stops them all.
+cluster_start() {
+	local masters=$1 replicas=${2:-0} i n addrs=()
+	n=$((masters * (replicas + 1)))
+	for ((i = 1; i <= n; i++)); do
+		PORT_SPAN=30000 redis_start_tcp "c$i" --cluster-enabled yes \
+			--cluster-config-file "$(redis_dir "c$i")/nodes.conf" --cluster-node-timeout 2000 \
+			--repl-diskless-sync-delay 0
+		addrs+=("127.0.0.1:$(redis_port "c$i")")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
+		>"$(topology_dir)/cluster-create.log" 2>&1
+	for ((i = 1; i <= n; i++)); do
+		wait_until 20 cluster_ok "c$i"
+	done
+	for ((i = 1; i <= n; i++)); do
+		[[ $(rcli_on "c$i" role | head -1) == slave ]] && wait_until 20 replica_synced "c$i"
+	done
+	return 0
+}
+cluster_ok() { rcli_on "$1" cluster info | grep -q 'cluster_state:ok'; }
+cluster_stop() {
+	local d
+	for d in "$(topology_dir)"/redis-c[0-9]*; do
+		[ -d "$d" ] && redis_stop "${d##*/redis-}"
+	done
+	return 0
+}
+# owner_of KEY: the name (c1...) of the master that owns KEY's slot.
+owner_of() {
+	local d
+	for d in "$(topology_dir)"/redis-c[0-9]*; do
+		[[ $(redis-cli -s "$d/redis.sock" role | head -1) == master ]] || continue
+		redis-cli -s "$d/redis.sock" get "$1" 2>&1 | grep -q '^MOVED\|^ASK' && continue
+		echo "${d##*/redis-}"
+		return 0
+	done
+	return 1
+}
+# cluster_masters: the names of the masters, one per line.
+cluster_masters() {
+	local d
+	for d in "$(topology_dir)"/redis-c[0-9]*; do
+		[[ $(redis-cli -s "$d/redis.sock" role | head -1) == master ]] && echo "${d##*/redis-}"
+	done
+	return 0
+}
+# replica_of MASTER: the name of a replica of MASTER.
+replica_of() {
+	local id d
+	id=$(rcli_on "$1" cluster myid)
+	for d in "$(topology_dir)"/redis-c[0-9]*; do
+		redis-cli -s "$d/redis.sock" cluster nodes | grep -q "myself,slave $id" &&
+			echo "${d##*/redis-}" && return 0
+	done
+	return 1
+}
+# replica_has NAME KEY: replica NAME has KEY (asked in READONLY mode, as replicas want).
+replica_has() {
+	[[ $(printf 'READONLY\nEXISTS %s\n' "$2" | redis-cli -s "$(redis_sock "$1")" | tail -1) == 1 ]]
+}
