@@ -70,33 +70,21 @@ class Bench:
                 times[tool].append(ns)
         return {t: (statistics.median(v), percentile(v, 90)) for t, v in times.items()}
 
-    def over_tls(self, runs):
-        """Median of `redlock-run KEY -- true` over redis:// and over rediss://, interleaved."""
-        times = {"plain": [], "tls": []}
+    def versus(self, runs, env, options=()):
+        """Medians of `redlock-run KEY -- true` on the plain server and with env (another URL)
+        and options, interleaved, each run of one followed by a run of the other."""
+        times = {"plain": [], "other": []}
         true = shutil.which("true")
-        tls_env = dict(self.env, REDLOCK_URL=self.args.tls_url, REDLOCK_CACERT=self.args.cacert)
-        for i in range(runs):
-            order = ("plain", "tls") if i % 2 == 0 else ("tls", "plain")
+        other_env = dict(self.env, **env)
+        for i in range(runs + 1):  # the first of each untimed: the scripts get cached
+            order = ("plain", "other") if i % 2 == 0 else ("other", "plain")
             for kind in order:
-                env = tls_env if kind == "tls" else self.env
-                ns, status = run_timed(self.lock_argv("redlock-run", "tls", [true]), env)
-                self.check(f"redlock-run over {kind}", status)
-                times[kind].append(ns)
-        return {k: statistics.median(v) for k, v in times.items()}
-
-    def over_quorum(self, runs):
-        """Median of `redlock-run KEY -- true` on one server and on a quorum of three,
-        interleaved."""
-        times = {"one": [], "three": []}
-        true = shutil.which("true")
-        quorum_env = dict(self.env, REDLOCK_URL=self.args.quorum_urls)
-        for i in range(runs):
-            order = ("one", "three") if i % 2 == 0 else ("three", "one")
-            for kind in order:
-                env = quorum_env if kind == "three" else self.env
-                ns, status = run_timed(self.lock_argv("redlock-run", "quorum", [true]), env)
-                self.check(f"redlock-run on {kind} server(s)", status)
-                times[kind].append(ns)
+                argv = [self.redlock] + (list(options) if kind == "other" else []) + [
+                    "versus", "--", true]
+                ns, status = run_timed(argv, other_env if kind == "other" else self.env)
+                self.check(f"redlock-run {' '.join(options)} with {env}", status)
+                if i:
+                    times[kind].append(ns)
         return {k: statistics.median(v) for k, v in times.items()}
 
     def contended(self, tool, workers, iterations, work_us, env=None, label=None):
@@ -244,6 +232,10 @@ def main():
     parser.add_argument("--cacert", help="the CA of the --tls-url server")
     parser.add_argument("--quorum-urls",
                         help="three servers, separated by spaces, the first --url: a quorum")
+    parser.add_argument("--sentinel-url", help="a master behind Sentinels")
+    parser.add_argument("--cluster-owner-url",
+                        help="a cluster node that owns the slot of the key `versus`")
+    parser.add_argument("--cluster-other-url", help="a cluster node that does not")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs, to check that the bench works, not its figures")
     args = parser.parse_args()
@@ -273,15 +265,27 @@ def main():
     rss = {tool: bench.peak_rss(tool) for tool in ("flock", "redlock-run")}
     limit = 4
     limited = bench.limited(workers, iterations, work_us, limit)
-    tls = None
+    # Every engine against the one plain server, interleaved in the same run.
+    engines = [("`--limit 4`", {}, ("-l", "4"))]
     if args.tls_url:
-        bench.over_tls(1)
-        tls = bench.over_tls(runs)
+        engines.append(("rediss:// (TLS)", {"REDLOCK_URL": args.tls_url,
+                                            "REDLOCK_CACERT": args.cacert}, ()))
+    if args.quorum_urls:
+        engines.append(("3 servers (Redlock)", {"REDLOCK_URL": args.quorum_urls}, ()))
+    if args.sentinel_url:
+        engines.append(("Sentinel (master and replica, 3 Sentinels)",
+                        {"REDLOCK_URL": args.sentinel_url}, ()))
+    if args.cluster_owner_url:
+        engines.append(("Cluster, through the node that owns the slot",
+                        {"REDLOCK_URL": args.cluster_owner_url}, ()))
+    if args.cluster_other_url:
+        engines.append(("Cluster, through a node that does not (MOVED)",
+                        {"REDLOCK_URL": args.cluster_other_url}, ()))
+    versus = [(label, bench.versus(runs // 2, env, options)) for label, env, options in engines]
     quorum = None
     if args.quorum_urls:
         urls = args.quorum_urls.split()
-        bench.over_quorum(1)
-        quorum = bench.over_quorum(runs)
+        quorum = True
         one_c = bench.contended("redlock-run", workers, iterations, work_us, label="one")
         for url in urls:
             bench.redis("CONFIG", "RESETSTAT", url=url)
@@ -334,16 +338,14 @@ def main():
     print(f"| {workers} workers × {iterations} under `--limit {limit}`: sections/s | | "
           f"{limited['per_second']:.0f} | {limited['per_second'] / redlock_c['per_second']:.2f}× "
           f"a lock ({redlock_c['per_second']:.0f}); at most {limited['most']} inside at once | | |")
-    if tls:
-        print(f"| `LOCK KEY -- true` over rediss://, median of {runs} | | {ms(tls['tls'])} | "
-              f"{tls['tls'] / fu[0]:.2f}× | | |")
-        print(f"| rediss:// / redis://, interleaved in the same run | | "
-              f"{tls['tls'] / tls['plain']:.2f}× | | | |")
+    for label, m in versus:
+        ratio = m["other"] / m["plain"]
+        target = "≤ 1.2×" if label.startswith("3 servers") else ""
+        print(f"| `LOCK KEY -- true`, {label}, median of {runs // 2} | | {ms(m['other'])} | "
+              f"{ratio:.2f}× one plain server ({ms(m['plain'])}) | {target} | "
+              f"{verdict(ratio <= 1.2) if target else ''} |")
     if quorum:
-        ratio_q = quorum["three"] / quorum["one"]
         ratio_qc = three_c["per_second"] / one_c["per_second"]
-        print(f"| `LOCK KEY -- true` on 3 servers, median of {runs} | | {ms(quorum['three'])} | "
-              f"{ratio_q:.2f}× one server | ≤ 1.2× | {verdict(ratio_q <= 1.2)} |")
         print(f"| {workers} workers × {iterations} on 3 servers: sections/s | | "
               f"{three_c['per_second']:.0f} | {ratio_qc:.0%} of one server "
               f"({one_c['per_second']:.0f}) | ≥ 70% | {verdict(ratio_qc >= 0.7)} |")
