@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# scripts/bench.sh still works (issues 4 and 9): its quick mode runs both tools, and one
-# server against three, and prints the table. The figures are the bench's business, never a
+# scripts/bench.sh still works (issues 4, 9 and 14): its quick mode runs both tools, every
+# engine against one plain server, and prints the table. The figures are the bench's business, never a
 # test's.
 
 bats_require_minimum_version 1.5.0
@@ -24,7 +24,15 @@ load helpers
 	assert_line --regexp '^Commands sent in the contended run: EVALSHA [0-9]+, BLPOP [0-9]+\.$'
 	# a semaphore, as a ratio to the lock in the same run, never more inside than its limit
 	assert_line --regexp '^\| 4 workers × 10 under `--limit 4`: sections/s \| \| [0-9]+ \| [0-9.]+× a lock \([0-9]+\); at most [1-4] inside at once \|'
-	# and a quorum of three, as ratios to one server in the same run
-	assert_line --regexp '^\| `LOCK KEY -- true` on 3 servers, median of 20 \| \| [0-9.]+ ms \| [0-9.]+× one server \|'
+	# the executed commands and the server's CPU time, next to a plain pair's
+	assert_line --regexp '^\| Redis commands executed per uncontended run .* \| \| [0-9.]+ \| [0-9.]+× a plain SET NX'
+	assert_line --regexp '^\| Redis CPU time per uncontended run \| \| [0-9.]+ µs \| [0-9.]+× the plain pair'
+	# every engine, as a ratio to the plain server in the same run
+	local engine engines=("\`--limit 4\`" "3 servers \(Redlock\)" "Sentinel .*"
+		"Cluster, through the node that owns the slot" "Cluster, through a node that does not .*")
+	[[ $("$RR" --version) == *"(TLS: yes)"* ]] && engines+=("rediss:// \(TLS\)")
+	for engine in "${engines[@]}"; do
+		assert_line --regexp "^\| \`LOCK KEY -- true\`, $engine, median of 10 \| \| [0-9.]+ ms \| [0-9.]+× one plain server \([0-9.]+ ms\) \|"
+	done
 	assert_line --regexp '^\| 4 workers × 10 on 3 servers: sections/s \| \| [0-9]+ \| [0-9]+% of one server'
 }
