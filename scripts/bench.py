@@ -223,6 +223,120 @@ class Bench:
         return int(fields["VmHWM"].split()[0])
 
 
+# --profile: where an uncontended run's time goes, from the timestamps strace takes of a few
+# system calls (filtered in the kernel with seccomp-bpf, so that the others run at full
+# speed): each phase runs from one call to the next.
+PROFILE_CALLS = "execve,clone,vfork,connect,sendto,recvfrom,flock,wait4,exit_group"
+PHASES = {
+    "redlock-run": [
+        ("start-up: loading, linking, options, token", "execve", "connect"),
+        ("connect and the acquire's round trip (the guard forks meanwhile)", "connect",
+         "acquire reply"),
+        ("starting the command (vfork to its execve)", "acquire reply", "command execve"),
+        ("the command itself", "command execve", "command exit"),
+        ("from the command's exit to the release's reply", "command exit", "release reply"),
+        ("reaping the guard", "release reply", "guard reaped"),
+        ("exit", "guard reaped", "exit"),
+    ],
+    "flock": [
+        ("start-up: loading, linking, options, open", "execve", "flock"),
+        ("the lock (flock(2))", "flock", "flock"),
+        ("starting the command (fork to its execve)", "flock", "command execve"),
+        ("the command itself", "command execve", "command exit"),
+        ("from the command's exit to the unlock and exit", "command exit", "exit"),
+    ],
+}
+
+
+def profile_events(trace):
+    """The events of one strace -f -ttt log, by name: when each happened (seconds). A call
+    that blocked is logged when it starts and again when it returns: a reply counts when its
+    recvfrom returns; the command, from when its execve starts."""
+    events, main, command = {}, None, None
+    for line in trace.splitlines():
+        pid, stamp, call = line.split(None, 2)
+        stamp = float(stamp)
+        if main is None:
+            main = pid
+            events["execve"] = stamp
+            continue
+        if pid != main:
+            if command is None and call.startswith("execve("):
+                command = pid
+                events["command execve"] = stamp
+            elif pid == command and call.startswith("+++ exited"):
+                events["command exit"] = stamp
+            continue
+        if call.startswith("connect("):
+            events.setdefault("connect", stamp)
+        elif (call.startswith("recvfrom(") and "<unfinished" not in call) or \
+                call.startswith("<... recvfrom resumed>"):
+            events["release reply" if "command exit" in events else "acquire reply"] = stamp
+        elif call.startswith("flock("):
+            events["flock"] = stamp
+        elif "release reply" in events and (
+                (call.startswith("wait4(") and "<unfinished" not in call) or
+                call.startswith("<... wait4 resumed>")):
+            events["guard reaped"] = stamp
+        elif call.startswith("+++ exited"):
+            events["exit"] = stamp
+    return events
+
+
+def profile(bench, runs):
+    """Medians of each phase of `LOCK KEY -- true`, per tool, interleaved."""
+    strace = shutil.which("strace")
+    true = shutil.which("true")
+    phases = {tool: {name: [] for name, _, _ in PHASES[tool]} for tool in PHASES}
+    totals = {tool: [] for tool in PHASES}
+    log = os.path.join(bench.tmp, "trace")
+    for i in range(runs + 1):
+        for tool in ("flock", "redlock-run") if i % 2 == 0 else ("redlock-run", "flock"):
+            argv = [strace, "-f", "--seccomp-bpf", "-ttt", "-e", f"trace={PROFILE_CALLS}",
+                    "-o", log] + bench.lock_argv(tool, "profile", [true])
+            _, status = run_timed(argv, bench.env)
+            bench.check(f"{tool} under strace", status)
+            with open(log) as f:
+                events = profile_events(f.read())
+            if i == 0:
+                continue  # the first of each warms the caches, and the server's scripts
+            for name, start, end in PHASES[tool]:
+                phases[tool][name].append(events[end] - events[start])
+            totals[tool].append(events["exit"] - events["execve"])
+    return ({tool: {n: statistics.median(v) for n, v in p.items()} for tool, p in
+             phases.items()}, {tool: statistics.median(v) for tool, v in totals.items()})
+
+
+def print_profile(bench, runs):
+    phases, totals = profile(bench, runs)
+    print(f"Where `LOCK KEY -- true` spends its time, median of {runs} runs of each under "
+          f"strace (only {PROFILE_CALLS} traced, filtered by seccomp-bpf; tracing stretches "
+          "every phase, and most the ones that start or end a process):")
+    print()
+    print("| phase | flock(1) | redlock-run |")
+    print("|---|---:|---:|")
+    flock, red = phases["flock"], phases["redlock-run"]
+    rows = [("start-up: loading, linking, options", flock[PHASES["flock"][0][0]],
+             red[PHASES["redlock-run"][0][0]]),
+            ("taking the lock (redlock-run: connect, the guard's fork, a round trip)", 0.0,
+             red[PHASES["redlock-run"][1][0]]),
+            ("starting the command", flock[PHASES["flock"][2][0]],
+             red[PHASES["redlock-run"][2][0]]),
+            ("the command (`true`)", flock["the command itself"], red["the command itself"]),
+            ("from the command's exit to the release's reply", None,
+             red[PHASES["redlock-run"][4][0]]),
+            ("reaping the guard (a tracer slows its exit most)", None,
+             red["reaping the guard"]),
+            ("exit", flock[PHASES["flock"][4][0]], red["exit"])]
+    for label, f, r in rows:
+        print(f"| {label} | {'' if f is None else ms(f * 1e9)} | {ms(r * 1e9)} |")
+    print(f"| whole run (execve to exit) | {ms(totals['flock'] * 1e9)} | "
+          f"{ms(totals['redlock-run'] * 1e9)} |")
+    untraced = bench.uncontended(runs)
+    print(f"| whole run, untraced (spawn to reaped), for comparison | "
+          f"{ms(untraced['flock'][0])} | {ms(untraced['redlock-run'][0])} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redlock-run", required=True)
@@ -238,11 +352,17 @@ def main():
     parser.add_argument("--cluster-other-url", help="a cluster node that does not")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs, to check that the bench works, not its figures")
+    parser.add_argument("--profile", action="store_true",
+                        help="where an uncontended run's time goes, phase by phase, only")
     args = parser.parse_args()
 
     runs, workers, iterations = (20, 4, 10) if args.quick else (200, 8, 50)
     work_us = 1000
     bench = Bench(args)
+    if args.profile:
+        print_profile(bench, runs)
+        shutil.rmtree(bench.tmp, ignore_errors=True)
+        return 1 if bench.failures else 0
 
     # One untimed run each, so that neither pays for cold caches (nor redlock-run for a
     # server that does not know its scripts yet).

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # Measures redlock-run side by side with flock(1) on this machine, in one run, against a
 # throwaway redis-server on 127.0.0.1, and prints a markdown table of the figures and
-# their ratios. `--quick` makes a few runs only, to check that the bench works.
+# their ratios. `--quick` makes a few runs only, to check that the bench works. `--profile`
+# shows instead where an uncontended run's time goes, phase by phase, beside flock's (it
+# needs strace).
 #
 #   REDLOCK_RUN, BENCH_CRITICAL   use these binaries instead of building
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-quick=()
-[ "${1:-}" = --quick ] && quick=(--quick)
+quick=() profile=false
+for arg; do
+	case $arg in
+	--quick) quick=(--quick) ;;
+	--profile) profile=true ;;
+	*)
+		echo "usage: scripts/bench.sh [--quick] [--profile]" >&2
+		exit 64
+		;;
+	esac
+done
 
 if [ -z "${REDLOCK_RUN:-}" ] || [ -z "${BENCH_CRITICAL:-}" ]; then
 	ensure_packages
@@ -54,6 +65,12 @@ for _ in $(seq 10); do
 	done
 done
 redis-cli -p "$port" ping >/dev/null
+
+if $profile; then
+	python3 scripts/bench.py --redlock-run "$REDLOCK_RUN" --critical "$BENCH_CRITICAL" \
+		--url "redis://127.0.0.1:$port" --profile "${quick[@]}"
+	exit
+fi
 
 # Two more servers, for the rows of a quorum of three.
 quorum="redis://127.0.0.1:$port"
