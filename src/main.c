@@ -216,7 +216,6 @@ main(int argc, char *argv[])
 		break;
 	}
 	msg_set_level(o.verbosity);
-	msg_init();
 	/* TLS is set up before anything connects, so that a certificate or key it cannot use
 	 * is a usage error; a plain run never loads OpenSSL, whatever TLS options the
 	 * environment sets. */

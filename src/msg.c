@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <stdarg.h>
@@ -14,14 +15,16 @@
 #define CLEAR_LINE "\r\033[K"
 
 static enum msg_level level = MSG_NORMAL;
-/* Where messages go (see msg_init). */
+/* Where messages go (see msg.h): set up by the first message, so that a quiet run opens
+ * nothing for them. */
+static pthread_once_t out_once = PTHREAD_ONCE_INIT;
 static int out_fd = STDERR_FILENO;
 static bool out_socket;
 /* A progress line is on the terminal and has no newline yet (main thread only). */
 static bool progress_open;
 
-void
-msg_init(void)
+static void
+open_out(void)
 {
 	struct stat st;
 	int fd;
@@ -42,8 +45,11 @@ msg_init(void)
 static void
 put(const char *buf, size_t len)
 {
-	ssize_t n = out_socket ? send(out_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-			       : write(out_fd, buf, len);
+	ssize_t n;
+
+	pthread_once(&out_once, open_out);
+	n = out_socket ? send(out_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+		       : write(out_fd, buf, len);
 
 	(void)n; /* nothing better to do with a message that cannot be written */
 }
@@ -79,7 +85,7 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 		len = sizeof(line) - strlen(tail) - 1;
 	memcpy(line + len, tail, strlen(tail));
 	len += strlen(tail);
-	/* A line that does not fit at once is cut rather than waited for (see msg_init). */
+	/* A line that does not fit at once is cut rather than waited for (see msg.h). */
 	put(line, len);
 }
 

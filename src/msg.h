@@ -16,13 +16,12 @@ enum msg_level {
 };
 
 /*
- * From now on, no message ever waits on stderr: a terminal paused with Ctrl-S, a log pipe
- * nobody reads or a full journal socket loses a message instead of holding up the one
- * thread that stops the command when the lease runs out. A pipe or a terminal is written
- * through a non-blocking description of our own (stderr itself stays as it is, for the
- * command), a socket with MSG_DONTWAIT, a regular file as it is.
+ * No message ever waits on stderr: a terminal paused with Ctrl-S, a log pipe nobody reads or
+ * a full journal socket loses a message instead of holding up the one thread that stops the
+ * command when the lease runs out. A pipe or a terminal is written through a non-blocking
+ * description of our own, opened by the first message (stderr itself stays as it is, for
+ * the command), a socket with MSG_DONTWAIT, a regular file as it is.
  */
-void msg_init(void);
 void msg_set_level(enum msg_level level);
 bool msg_verbose(void);
 

@@ -96,6 +96,19 @@ connections() {
 	assert_failure
 }
 
+@test "a quiet run opens nothing for its messages; the first message opens stderr's own description" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -e trace=openat -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
+	# stderr a pipe, where messages need a description of their own
+	strace -f -e trace=openat -o "$dir/trace" "$RR" job -- true 2>&1 | cat >"$dir/err"
+	run grep -F '/proc/self/fd/2' "$dir/trace"
+	assert_failure
+	strace -f -e trace=openat -o "$dir/trace.v" "$RR" -v job -- true 2>&1 | cat >"$dir/err"
+	grep -q 'acquired job' "$dir/err"
+	grep -qF '/proc/self/fd/2' "$dir/trace.v"
+}
+
 @test "a host name is resolved once: the watchdog connects to the address that worked" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	strace -f -e trace=openat -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
