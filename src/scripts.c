@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "lock.h"
-#include "sha1.h"
 #include "util.h"
 
 #define STRINGIFY(x) #x
@@ -333,10 +332,27 @@ const struct kind kind_semaphore = { &script_sem_acquire, &script_sem_renew, &sc
 const struct kind kind_shared = { &script_shared_acquire, &script_sem_renew,
 				  &script_shared_release };
 
+size_t
+scripts_count(void)
+{
+	return ARRAY_LEN(scripts);
+}
+
+struct script *
+scripts_get(size_t i)
+{
+	return i < ARRAY_LEN(scripts) ? scripts[i] : NULL;
+}
+
+#ifndef SCRIPTS_WITHOUT_DIGESTS
+/* The digests of scripts[], in its order, computed when redlock-run is built
+ * (tools/script_digests.c): a run has nothing to hash. */
+#include "script_digests.h"
+
 void
 scripts_init(void)
 {
 	for (size_t i = 0; i < ARRAY_LEN(scripts); i++)
-		if (!scripts[i]->sha[0])
-			sha1_hex(scripts[i]->text, strlen(scripts[i]->text), scripts[i]->sha);
+		memcpy(scripts[i]->sha, script_digests[i], SHA1_HEX_SIZE);
 }
+#endif

@@ -7,13 +7,14 @@
 #define REDLOCK_SCRIPTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "sha1.h"
 
 struct script {
 	const char *text;
 	bool writes;             /* what it writes must reach the replicas (--wait-replicas) */
-	char sha[SHA1_HEX_SIZE]; /* filled in by scripts_init */
+	char sha[SHA1_HEX_SIZE]; /* its digest, filled in by scripts_init */
 };
 
 /* The three scripts of a lock's life, for one kind of lock. */
@@ -28,7 +29,12 @@ extern const struct kind kind_shared;    /* --shared: the same, which a lock wai
 extern struct script script_query; /* who holds KEY, read-only */
 extern struct script script_fence; /* raises a fence counter */
 
-/* Computes the scripts' digests, once. */
+/* Fills in the scripts' digests (computed at build time). */
 void scripts_init(void);
+
+/* Every script, for the build's digest tool and the tests: scripts_get(i) for i below
+ * scripts_count(), else NULL. */
+size_t scripts_count(void);
+struct script *scripts_get(size_t i);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "scripts.h"
 #include "sha1.h"
 
 static const char *
@@ -41,5 +42,12 @@ main(void)
 	CHECK_STR(digest_of_repeated('x', 65), "78c741ddc482e4cdf8c474a0876347a0905b6233");
 	CHECK_STR(digest_of_repeated('x', 119), "4300320394f7ee239bcdce7d3b8bcee173a0cd5c");
 	CHECK_STR(digest_of_repeated('x', 120), "ceb2821639c4b6dcb10bce0e522ca2e608ce056d");
+	/* The scripts' digests, computed when the build ran, are those of their texts. */
+	scripts_init();
+	CHECK(scripts_count() >= 10);
+	for (size_t i = 0; i < scripts_count(); i++)
+		CHECK_STR(scripts_get(i)->sha,
+			  digest_of(scripts_get(i)->text, strlen(scripts_get(i)->text)));
+	CHECK(scripts_get(scripts_count()) == NULL);
 	return check_done("sha1");
 }
