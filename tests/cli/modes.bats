@@ -267,7 +267,8 @@ overlaps() {
 			sh "$dir" &
 		pids+=($!)
 	done
-	wait_until 5 test "$(rcli zcard '{wake}:waiting')" -eq 3
+	in_line() { [[ $(rcli zcard '{wake}:waiting') == "$1" ]]; }
+	wait_until 5 in_line 3
 	t0=$(now_ms)
 	touch "$dir/go"
 	wait "$x"
@@ -278,7 +279,7 @@ overlaps() {
 	(($(now_ms) - t0 < 800))
 	"$RR" wake -- touch "$dir/x2" &
 	local x2=$!
-	wait_until 5 test "$(rcli zcard '{wake}:waiting')" -eq 1
+	wait_until 5 in_line 1
 	t0=$(now_ms)
 	touch "$dir/go2"
 	wait_until 5 test -e "$dir/x2"
@@ -293,7 +294,8 @@ overlaps() {
 	wait_until 5 test -e "$dir/s"
 	"$RR" line -- echo never &
 	local x=$!
-	wait_until 5 test "$(rcli zcard '{line}:waiting')" -eq 1
+	line_has() { [[ $(rcli zcard '{line}:waiting') == 1 ]]; }
+	wait_until 5 line_has
 	run -75 "$RR" -s -n line -- echo "not while it waits"
 	kill -TERM "$x"
 	reap "$x"

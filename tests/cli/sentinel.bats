@@ -108,10 +108,12 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	local old pids=() i
 	old=$(master_port)
 	for i in 1 2; do
-		"$RR" -s -t 6s shared -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+		"$RR" -v -s -t 6s shared -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh \
+			"$dir" 2>>"$dir/err" &
 		pids+=($!)
 	done
-	"$RR" -l 2 -t 6s sem -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+	"$RR" -v -l 2 -t 6s sem -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" \
+		2>>"$dir/err" &
 	pids+=($!)
 	# Two holders and the tag that says the mode, on the replica too.
 	replicated() { [[ $(rcli_on m2 zcard shared) == 3 && $(rcli_on m2 zcard sem) == 2 ]]; }
@@ -125,8 +127,9 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	# after now. Then it follows that master, and releases there. (Until then a holder may be
 	# on the old one, which says it is a master for a while: its release would go there, and
 	# its place would last out its lease on the new one.)
-	local now
-	now=$(on_master time | awk 'NR == 1 { s = $1 } NR == 2 { printf "%d", s * 1000 + $1 / 1000 }')
+	local now time
+	time=$(on_master time)
+	now=$(($(sed -n 1p <<<"$time") * 1000 + $(sed -n 2p <<<"$time") / 1000))
 	first_lease_end() { on_master zrangebyscore "$1" 0 +inf withscores limit 0 1 | sed -n 2p; }
 	renewed_there() {
 		(($(first_lease_end shared) > now + 6000 && $(first_lease_end sem) > now + 6000))
@@ -134,7 +137,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	wait_until 8 renewed_there
 	touch "$dir/go"
 	for i in "${pids[@]}"; do wait "$i"; done
-	[[ $(on_master exists shared sem) == 0 ]]
+	[[ $(on_master exists shared sem) == 0 ]] || { cat "$dir/err"; false; }
 }
 
 @test "a failover that loses the key: the command is stopped, 76, and says failover" {
