@@ -9,24 +9,25 @@
 #include "msg.h"
 
 static char captured[4096];
+static int pipe_fds[2] = { -1, -1 };
 
-/* Runs fn with stderr going to a pipe, and returns what it wrote. */
+/* Runs fn with stderr going to a pipe, and returns what it wrote. The pipe is the same every
+ * time: messages open a description of their own of it at the first one, as they would of a
+ * log pipe, and keep it. Between captures stderr is itself again, for the checks' output. */
 static const char *
 capture(void (*fn)(void))
 {
-	int fds[2], saved = dup(STDERR_FILENO);
+	int saved = dup(STDERR_FILENO);
 	ssize_t n;
 
-	if (pipe(fds) < 0)
+	if (pipe_fds[0] < 0 && pipe2(pipe_fds, O_NONBLOCK) < 0)
 		return "(no pipe)";
-	dup2(fds[1], STDERR_FILENO);
-	close(fds[1]);
+	dup2(pipe_fds[1], STDERR_FILENO);
 	fn();
 	dup2(saved, STDERR_FILENO);
 	close(saved);
-	n = read(fds[0], captured, sizeof(captured) - 1);
+	n = read(pipe_fds[0], captured, sizeof(captured) - 1);
 	captured[n > 0 ? n : 0] = '\0';
-	close(fds[0]);
 	return captured;
 }
 
