@@ -26,14 +26,14 @@ kind_of(const struct lock *l)
 	return l->shared ? &kind_shared : l->limit > 1 ? &kind_semaphore : &kind_exclusive;
 }
 
-/* The acquire script's ARGV[3], "HANDOFF:N:IN_LINE": the handoff allowance in ms (0: not
- * waiting), the semaphore's N (1 for a lock), and 1 when an earlier attempt may have put us
- * in line (the grant then takes us out of it), else 0. */
+/* The acquire script's ARGV[2], "TTL:HANDOFF:N:IN_LINE": the lease in ms, the handoff
+ * allowance in ms (0: not waiting), the semaphore's N (1 for a lock), and 1 when an earlier
+ * attempt may have put us in line (the grant then takes us out of it), else 0. */
 static const char *
-handoff_arg(const struct lock *l, bool waiting, bool in_line, char *buf, size_t size)
+acquire_arg(const struct lock *l, bool waiting, bool in_line, char *buf, size_t size)
 {
-	snprintf(buf, size, "%d:%d:%d", waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1,
-		 in_line);
+	snprintf(buf, size, "%lld:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
+		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line);
 	return buf;
 }
 
@@ -389,6 +389,7 @@ struct acquisition {
 /* What one attempt found, node by node. */
 struct round {
 	int64_t start; /* when the requests went out */
+	bool in_line;  /* they put us in line where KEY was found held */
 	size_t yes, held, refused, failed;
 	bool granted[NODES_MAX];
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -609,9 +610,10 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	void (**meanwhile)(void *), void *arg)
 {
 	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
-	char ttl[24], handoff[24], took[32], lease[32];
-	const char *args[7] = { l->key,   l->fence_key, l->wake_key, l->waiting_key,
-				l->value, ttl,          NULL };
+	char acquire[48], took[32], lease[32];
+	const char *args[7] = { l->key,         l->fence_key,       l->wake_key,
+				l->waiting_key, l->shared_wake_key, l->value,
+				acquire };
 	struct call call;
 	struct answer a;
 	int64_t deadline, valid;
@@ -622,12 +624,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	rd->start = clock_now();
 	/* WAIT may take its whole timeout on top. */
 	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
-	ttl_ms(l, ttl, sizeof(ttl));
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	waiting = q->wait != 0 && rd->start < q->wait_deadline;
-	args[6] = handoff_arg(l, waiting, q->in_line, handoff, sizeof(handoff));
+	acquire_arg(l, waiting, q->in_line, acquire, sizeof(acquire));
 	q->in_line = q->in_line || waiting;
-	call_init(&call, kind_of(l)->acquire, 4, 7, args);
+	rd->in_line = waiting;
+	call_init(&call, kind_of(l)->acquire, 5, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
 		(*meanwhile)(arg);
@@ -782,25 +784,25 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 }
 
 /*
- * We stop waiting (a signal): our place in line goes, where we took one, so that shared
- * holders do not wait behind an exclusive waiter that is gone. A bounded wait: a server that
- * does not answer keeps it only until the holder's lease ends.
+ * We stop waiting (a signal, or the wait ran out while an attempt put us in line): our place
+ * in line goes, where we took one, and shared waiters behind an exclusive waiter that goes
+ * are woken (script_leave). A bounded wait: a server that does not answer keeps the place
+ * only until the lease it was waiting out ends.
  */
 static void
 leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 {
 	char waiter[LOCK_VALUE_MAX + 2];
-	const char *argv[3] = { "ZREM", l->waiting_key, waiter };
-	size_t lens[3] = { 4, strlen(l->waiting_key), 0 };
-	struct command zrem = { 3, argv, lens, false };
+	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	struct call call;
 	struct answer a;
 
 	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
-	lens[2] = strlen(waiter);
+	call_init(&call, &script_leave, 3, 4, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			nodes_send(ns, i, &zrem, deadline, -1);
+			call_send(ns, i, &call, deadline, -1, true);
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK)
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
@@ -937,9 +939,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (
 		if (a == ATTEMPT_ACQUIRED)
 			break;
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
-		if (wait == 0 || clock_now() >= q.wait_deadline)
+		if (wait == 0 || clock_now() >= q.wait_deadline) {
+			/* An attempt sent before the wait ran out may have put us in line. */
+			if (rd.in_line)
+				leave_line(l, ns, &rd);
 			out = LOCK_BUSY;
-		else if (a == ATTEMPT_HELD)
+		} else if (a == ATTEMPT_HELD)
 			out = wait_turn(l, ns, &q, &rd, intr_fd);
 		else if (a == ATTEMPT_SPLIT)
 			out = pause_randomly(l, &q, intr_fd);
@@ -1001,15 +1006,16 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	size_t yes = 0, lost = 0, none = nodes_count(ns) - nodes_quorum(ns);
 	bool regrant[NODES_MAX] = { false }, told = false;
 	enum lock_renewal how = LOCK_GONE_WITH_DATA;
-	char ttl[24], holder[LOCK_HOLDER_MAX] = "", handoff[32];
+	char ttl[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
 	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
+	/* (The run may have been in line there: a grant takes it out.) */
 	const char *again_args[7] = { l->key,
 				      l->fence_key,
 				      l->wake_key,
 				      l->waiting_key,
+				      l->shared_wake_key,
 				      l->value,
-				      ttl,
-				      handoff_arg(l, false, false, handoff, sizeof(handoff)) };
+				      acquire_arg(l, false, true, acquire, sizeof(acquire)) };
 	struct call call, again;
 	struct failures why = { 0 };
 	struct answer a;
@@ -1017,7 +1023,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 
 	ttl_ms(l, ttl, sizeof(ttl));
 	call_init(&call, kind_of(l)->renew, 2, 4, args);
-	call_init(&again, kind_of(l)->acquire, 4, 7, again_args);
+	call_init(&again, kind_of(l)->acquire, 5, 7, again_args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;

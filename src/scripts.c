@@ -14,17 +14,38 @@
 	"local t = redis.call('TIME')\n"                                                           \
 	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 
-/* The acquire scripts' ARGV[3], "HANDOFF:N:IN_LINE": `handoff` (see WAIT_IN_LINE), `limit`
- * (a semaphore's N; 1 otherwise) and `in_line`, true when an earlier attempt may have put
- * us in line, which a grant then takes us out of (LEAVE_LINE). A first attempt, the common
- * case, does not pay for that. */
-#define ARGV3                                                                                      \
-	"local handoff, limit, in_line = string.match(ARGV[3], '^(%d+):(%d+):([01])$')\n"          \
-	"handoff, limit, in_line = tonumber(handoff), tonumber(limit), in_line == '1'\n"
+/* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE", four numbers in one argument (which
+ * leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff` (see
+ * WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise) and `in_line`, true when an earlier
+ * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE). A first
+ * attempt, the common case, does not pay for that. */
+#define ARGS                                                                                       \
+	"local ttl, handoff, limit, in_line =\n"                                                   \
+	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01])$')\n"                                  \
+	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
+	"in_line = in_line == '1'\n"
 #define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
 
+/* `shared`: how many shared waiters are in line (`waiting`, a key), or -1 when an exclusive
+ * one is: it goes first. Those whose time is over (as of `now`) leave the line first. */
+#define COUNT_SHARED(waiting)                                                                      \
+	"redis.call('ZREMRANGEBYSCORE', " waiting ", '-inf', now)\n"                               \
+	"local shared = 0\n"                                                                       \
+	"for _, w in ipairs(redis.call('ZRANGE', " waiting ", 0, -1)) do\n"                        \
+	"  if string.sub(w, 1, 2) ~= 's:' then shared = -1 break end\n"                            \
+	"  shared = shared + 1\n"                                                                  \
+	"end\n"
+
+/* An exclusive waiter left the line, and nobody holds KEY exclusively: unless another
+ * exclusive one waits, the shared waiters that waited behind it may go, and are woken on
+ * their list (`list`, a key). */
+#define WAKE_SHARED(waiting, list)                                                                 \
+	NOW COUNT_SHARED(waiting) "for _ = 1, shared do redis.call('RPUSH', " list ", 1) end\n"    \
+				  "if shared > 0 then redis.call('PEXPIRE', " list ", " HANDOFF_MS \
+				  ") end\n"
+
 /*
- * The acquire scripts' end when the lock is held: with `handoff` ms (ARGV[3]) > 0, the waiter
+ * The acquire scripts' end when the lock is held: with `handoff` ms (see ARGS) > 0, the waiter
  * `me` is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of what
  * it waits for, so that the release wakes it; otherwise it leaves that line. A waiter is our
  * value, or "s:" and our value when we want the lock shared: a release wakes one of the
@@ -47,8 +68,9 @@
  * semaphore's, which it refuses to mix with. GET is called protected, so that finding one
  * costs the common path nothing.
  *
- * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters;
- * ARGV[1] our value, ARGV[2] the TTL in ms, ARGV[3] as ARGV3 says. (Ten arguments at most:
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters,
+ * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] as ARGS says. (Ten
+ * arguments at most:
  * Redis answers a longer command from a client that has not authenticated with a protocol
  * error instead of NOAUTH.)
  *
@@ -61,10 +83,11 @@
  */
 static struct script script_acquire = {
 	.writes = true,
-	.text = ARGV3
+	.text = ARGS
 	"local me = ARGV[1]\n"
 	"local holder = redis.pcall('GET', KEYS[1])\n"
-	"if type(holder) == 'table' then\n"
+	"local readers = type(holder) == 'table'\n"
+	"if readers then\n"
 	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
 	"  if tag ~= 'shared' then\n"
 	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
@@ -72,17 +95,20 @@ static struct script script_acquire = {
 	"  end\n"
 	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
 	"elseif holder == ARGV[1] then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" LEAVE_LINE
+	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
 	"  local fence = redis.call('GET', KEYS[2])\n"
 	"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
-	"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+	"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then\n"
 	"  if in_line then\n"
 	"    redis.call('ZREM', KEYS[4], me)\n"
 	"    redis.call('DEL', KEYS[3])\n"
 	"  end\n"
 	"  return {1, redis.call('INCR', KEYS[2])}\n"
 	"end\n"
-	"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE "return {0, pttl, holder}\n",
+	"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
+	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED(
+		"KEYS[4]", "KEYS[5]") "end\n"
+				      "return {0, pttl, holder}\n",
 };
 
 /*
@@ -117,17 +143,13 @@ static struct script script_renew = {
 	"  if not now then\n"                                                                      \
 	"    local t = redis.call('TIME')\n"                                                       \
 	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
-	"  end\n"                                                                                  \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)\n"                                 \
-	"  local shared = 0\n"                                                                     \
-	"  for _, w in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                          \
-	"    if string.sub(w, 1, 2) ~= 's:' then shared = -1 break end\n"                          \
-	"    shared = shared + 1\n"                                                                \
-	"  end\n"                                                                                  \
-	"  local list = shared < 0 and KEYS[2] or KEYS[5]\n"                                       \
-	"  for _ = 1, shared < 0 and 1 or shared do redis.call('RPUSH', list, 1) end\n"            \
-	"  if shared ~= 0 then redis.call('PEXPIRE', list, " HANDOFF_MS ") end\n"                  \
-	"end\n"
+	"  end\n" COUNT_SHARED(                                                                    \
+		"KEYS[3]") "  local list = shared < 0 and KEYS[2] or KEYS[5]\n"                    \
+			   "  for _ = 1, shared < 0 and 1 or shared do redis.call('RPUSH', list, " \
+			   "1) end\n"                                                              \
+			   "  if shared ~= 0 then redis.call('PEXPIRE', list, " HANDOFF_MS         \
+			   ") end\n"                                                               \
+			   "end\n"
 
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
@@ -159,14 +181,14 @@ static struct script script_release = {
  * lives as long as its last holder. The scripts take the same KEYS and ARGV as the lock's,
  * and answer in the same shapes.
  *
- * Acquire: ARGV[3] as ARGV3 says. {1, fence, holders} when a
+ * Acquire: KEYS and ARGV as the lock's. {1, fence, holders} when a
  * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
  * waiter is registered as for the lock); an error "LIMIT …" when KEY is held with another N,
  * or shared.
  */
 static struct script script_sem_acquire = {
 	.writes = true,
-	.text = ARGV3
+	.text = ARGS
 	"local me = ARGV[1]\n" NOW "local tag = 'limit:' .. limit\n"
 	"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
 	"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
@@ -179,7 +201,7 @@ static struct script script_sem_acquire = {
 	"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 	"if mine or count < limit then\n"
 	"  if old and old ~= tag then redis.call('ZREM', KEYS[1], old) end\n"
-	"  redis.call('ZADD', KEYS[1], -1, tag, now + tonumber(ARGV[2]), ARGV[1])\n"
+	"  redis.call('ZADD', KEYS[1], -1, tag, now + ttl, ARGV[1])\n"
 	"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"  redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
 	"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
@@ -198,7 +220,7 @@ static struct script script_sem_acquire = {
  */
 static struct script script_shared_acquire = {
 	.writes = true,
-	.text = ARGV3
+	.text = ARGS
 	"local me = 's:' .. ARGV[1]\n" NOW "local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
 	"local mine, count = false, 0\n"
 	"if type(holder) == 'string' then\n"
@@ -225,7 +247,7 @@ static struct script script_shared_acquire = {
 	"end\n"
 	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
 	"end\n"
-	"redis.call('ZADD', KEYS[1], -1, 'shared', now + tonumber(ARGV[2]), ARGV[1])\n"
+	"redis.call('ZADD', KEYS[1], -1, 'shared', now + ttl, ARGV[1])\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
 	"local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
@@ -252,8 +274,8 @@ static struct script script_sem_renew = {
 };
 
 /*
- * A semaphore's or shared holder's release, up to `others`: the holders left besides us (our
- * place stays, to its end, with --min-hold); the key goes with its last holder.
+ * A semaphore's or shared holder's release of its place (which stays, to its end, with
+ * --min-hold); the key goes with its last holder.
  */
 #define LEAVE_PLACE                                                                                \
 	NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"                              \
@@ -273,18 +295,32 @@ static struct script script_sem_renew = {
 	    "else\n"                                                                               \
 	    "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"                 \
 	    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n"                                        \
-	    "end\n"                                                                                \
-	    "local others = live - (keep > 0 and 1 or 0)\n"
+	    "end\n"
 
-/* A semaphore's release wakes a waiter whenever a place frees. */
+/*
+ * A semaphore's or shared holder's release wakes a waiter whenever a place frees. A shared
+ * holder's may wake an exclusive waiter while other shared holders remain: it then waits
+ * again, for the lease that ends last. (The line cannot tell holders from places kept by
+ * --min-hold: waking only when none is left would leave a waiter blocked on a place kept
+ * after the last holder went.)
+ */
 static struct script script_sem_release = {
 	.text = LEAVE_PLACE WAKE "return 1\n",
 };
 
-/* A shared holder's wakes them only when no other holds KEY: nobody else could take it. */
-static struct script script_shared_release = {
-	.text = LEAVE_PLACE "if others == 0 then\n" WAKE "end\n"
-			    "return 1\n",
+/*
+ * A waiter that stops waiting (a signal) leaves the line. KEYS[1] the lock, KEYS[2] the
+ * waiters, KEYS[3] the shared waiters' wake list; ARGV[1] the waiter, as WAIT_IN_LINE names
+ * it. An exclusive one that leaves while nobody holds KEY exclusively wakes the shared
+ * waiters behind it (WAKE_SHARED). Returns 1.
+ */
+struct script script_leave = {
+	.writes = true,
+	.text = "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+		"if string.sub(ARGV[1], 1, 2) ~= 's:' and\n"
+		"   redis.call('TYPE', KEYS[1]).ok ~= 'string' then\n" WAKE_SHARED(
+			"KEYS[2]", "KEYS[3]") "end\n"
+					      "return 1\n",
 };
 
 /* KEYS[1] the lock, KEYS[2] its fence counter. Returns {value, PTTL, fence}, with false for
@@ -322,15 +358,14 @@ struct script script_fence = {
 };
 
 static struct script *const scripts[] = {
-	&script_acquire,        &script_renew,       &script_release, &script_sem_acquire,
-	&script_sem_renew,      &script_sem_release, &script_query,   &script_shared_acquire,
-	&script_shared_release, &script_fence,
+	&script_acquire,   &script_renew,       &script_release, &script_sem_acquire,
+	&script_sem_renew, &script_sem_release, &script_query,   &script_shared_acquire,
+	&script_leave,     &script_fence,
 };
 
 const struct kind kind_exclusive = { &script_acquire, &script_renew, &script_release };
 const struct kind kind_semaphore = { &script_sem_acquire, &script_sem_renew, &script_sem_release };
-const struct kind kind_shared = { &script_shared_acquire, &script_sem_renew,
-				  &script_shared_release };
+const struct kind kind_shared = { &script_shared_acquire, &script_sem_renew, &script_sem_release };
 
 size_t
 scripts_count(void)

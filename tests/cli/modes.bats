@@ -288,23 +288,77 @@ overlaps() {
 	for i in "${pids[@]}" "$x2"; do wait "$i"; done
 }
 
-@test "-s: an exclusive waiter that is stopped leaves the line; shared newcomers get in at once" {
+# line_length KEY N: N waiters are in KEY's line.
+line_length() { [[ $(rcli zcard "{$1}:waiting") == "$2" ]]; }
+
+@test "-s: an exclusive waiter that is stopped leaves the line; the shared ones behind it get in" {
 	"$RR" -s line -- sh -c 'touch "$1/s"; exec sleep 30' sh "$dir" &
 	local s=$!
 	wait_until 5 test -e "$dir/s"
 	"$RR" line -- echo never &
 	local x=$!
-	line_has() { [[ $(rcli zcard '{line}:waiting') == 1 ]]; }
-	wait_until 5 line_has
+	wait_until 5 line_length line 1
 	run -75 "$RR" -s -n line -- echo "not while it waits"
+	"$RR" -s line -- sh -c 'echo "$REDLOCK_HOLDERS" >"$1/behind"' sh "$dir" &
+	local behind=$! t0
+	wait_until 5 line_length line 2
+	t0=$(now_ms)
 	kill -TERM "$x"
 	reap "$x"
 	[ "$status" -eq 143 ]
+	# Woken as the exclusive waiter left, not when its place in line would have ended (31s).
+	wait_until 5 test -s "$dir/behind"
+	(($(now_ms) - t0 < 1500))
+	[[ $(cat "$dir/behind") == 2 ]]
+	wait "$behind"
 	[[ $(rcli exists '{line}:waiting') == 0 ]]
 	run -0 "$RR" -s -n line -- sh -c 'echo "$REDLOCK_HOLDERS"'
 	assert_output 2
 	kill "$s"
 	wait "$s" || true
+}
+
+@test "-s: an exclusive waiter whose -w runs out leaves the line, even mid-attempt" {
+	"$RR" -s out -- sh -c 'touch "$1/s"; exec sleep 30' sh "$dir" &
+	local s=$! behind t0 n
+	wait_until 5 test -e "$dir/s"
+	"$RR" -w 1s out -- echo never &
+	local x=$!
+	wait_until 5 line_length out 1
+	"$RR" -s out -- touch "$dir/behind" &
+	behind=$!
+	wait_until 5 line_length out 2
+	reap "$x"
+	[ "$status" -eq 75 ]
+	t0=$(now_ms)
+	wait_until 5 test -e "$dir/behind"
+	(($(now_ms) - t0 < 1500))
+	wait "$behind"
+	# A wait that runs out while its attempt is on its way (the attempt put it in line):
+	# the line is left all the same, and shared newcomers are not kept out.
+	for n in 1 2 3 4 5; do
+		run -75 "$RR" -w 1ms out -- echo never
+		[[ $(rcli exists '{out}:waiting') == 0 ]]
+		run -0 "$RR" -s -n out -- true
+	done
+	kill "$s"
+	wait "$s" || true
+}
+
+@test "-s with --min-hold: an exclusive waiter gets the lock when the kept place ends" {
+	"$RR" -s kept -- sh -c 'touch "$1/s"; sleep 0.5' sh "$dir" &
+	local s=$! t0
+	wait_until 5 test -e "$dir/s"
+	t0=$(now_ms)
+	run -0 "$RR" -s --min-hold 2s kept -- true
+	"$RR" -w 20s kept -- touch "$dir/x" &
+	local x=$!
+	wait "$s"
+	# The last holder went at 0.5s; the place kept by --min-hold ends at 2s: the waiter
+	# blocks until then, not for a whole lease.
+	wait_until 10 test -e "$dir/x"
+	(($(now_ms) - t0 >= 1900 && $(now_ms) - t0 < 3500))
+	wait "$x"
 }
 
 @test "-s: mixed with --limit is a clear 69; with --limit N or several servers 64; -x undoes it" {
