@@ -346,10 +346,11 @@ def main():
     parser.add_argument("--cacert", help="the CA of the --tls-url server")
     parser.add_argument("--quorum-urls",
                         help="three servers, separated by spaces, the first --url: a quorum")
-    parser.add_argument("--sentinel-url", help="a master behind Sentinels")
-    parser.add_argument("--cluster-owner-url",
-                        help="a cluster node that owns the slot of the key `versus`")
-    parser.add_argument("--cluster-other-url", help="a cluster node that does not")
+    parser.add_argument("--engines-command",
+                        help="starts a Sentinel master and a cluster once the rows that "
+                        "compare with flock are measured, and prints three URLs: the "
+                        "Sentinels', a cluster node that owns the slot of the key `versus`, "
+                        "and one that does not")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs, to check that the bench works, not its figures")
     parser.add_argument("--profile", action="store_true",
@@ -396,15 +397,16 @@ def main():
                                             "REDLOCK_CACERT": args.cacert}, ()))
     if args.quorum_urls:
         engines.append(("3 servers (Redlock)", {"REDLOCK_URL": args.quorum_urls}, ()))
-    if args.sentinel_url:
+    if args.engines_command:
+        sentinel, owner, other = subprocess.run(
+            [args.engines_command], capture_output=True, text=True,
+            check=True).stdout.split()
         engines.append(("Sentinel (master and replica, 3 Sentinels)",
-                        {"REDLOCK_URL": args.sentinel_url}, ()))
-    if args.cluster_owner_url:
+                        {"REDLOCK_URL": sentinel}, ()))
         engines.append(("Cluster, through the node that owns the slot",
-                        {"REDLOCK_URL": args.cluster_owner_url}, ()))
-    if args.cluster_other_url:
+                        {"REDLOCK_URL": owner}, ()))
         engines.append(("Cluster, through a node that does not (MOVED)",
-                        {"REDLOCK_URL": args.cluster_other_url}, ()))
+                        {"REDLOCK_URL": other}, ()))
     versus = [(label, bench.versus(runs // 2, env, options)) for label, env, options in engines]
     quorum = None
     if args.quorum_urls:

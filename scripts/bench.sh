@@ -30,11 +30,9 @@ if [ -z "${REDLOCK_RUN:-}" ] || [ -z "${BENCH_CRITICAL:-}" ]; then
 fi
 
 dir=$(mktemp -d /tmp/redlock-bench.XXXXXX)
-# The Sentinel and Cluster topologies come from the scenarios' own helper.
-TOPOLOGY_DIR=$dir/topology
+# The Sentinel and Cluster topologies (scripts/bench-engines.sh) live here.
+export TOPOLOGY_DIR=$dir/topology
 mkdir "$TOPOLOGY_DIR"
-# shellcheck source=tests/cli/topology.bash
-. tests/cli/topology.bash
 cleanup() {
 	local pid
 	for pid in "$dir"/*.pid "$TOPOLOGY_DIR"/*/redis.pid; do
@@ -90,17 +88,9 @@ for n in 2 3; do
 	quorum+=" redis://127.0.0.1:$p"
 done
 
-# A master with a replica behind three Sentinels, and a cluster of three masters.
-sentinel_start 1 >/dev/null
-sentinel=$REDLOCK_URL
-cluster_start 3 >/dev/null
-owner=$(owner_of versus)
-other=$(cluster_masters | grep -vx "$owner" | head -1)
-
 tls_args=()
 ((${#tls[@]} == 0)) ||
 	tls_args=(--tls-url "rediss://localhost:$((port + 1))" --cacert "$dir/certs/ca.crt")
 python3 scripts/bench.py --redlock-run "$REDLOCK_RUN" --critical "$BENCH_CRITICAL" \
 	--url "redis://127.0.0.1:$port" --quorum-urls "$quorum" "${tls_args[@]}" \
-	--sentinel-url "$sentinel" --cluster-owner-url "redis://127.0.0.1:$(redis_port "$owner")" \
-	--cluster-other-url "redis://127.0.0.1:$(redis_port "$other")" "${quick[@]}"
+	--engines-command "$PWD/scripts/bench-engines.sh" "${quick[@]}"
