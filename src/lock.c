@@ -455,6 +455,19 @@ send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
 }
 
+/* Sends our leave from the line on node i (script_leave), by its text. */
+static void
+send_leave(struct lock *l, struct nodes *ns, size_t i, int intr_fd)
+{
+	char waiter[LOCK_VALUE_MAX + 2];
+	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
+	struct call call;
+
+	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
+	call_init(&call, &script_leave, 3, 4, args);
+	call_send(ns, i, &call, clock_now() + time_min(l->io_timeout, NS_PER_S), intr_fd, true);
+}
+
 /* Gives back what a failed attempt may have taken, without waiting for the answers. */
 static void
 give_back(struct lock *l, struct nodes *ns, const struct round *rd)
@@ -656,6 +669,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			return ATTEMPT_INTERRUPTED;
 		}
 		if (fenced == 0 && lock_grant_in_time(l, valid, clock_now())) {
+			/* Where KEY was still held (its holder's release not there yet), this
+			 * attempt put us in line: we leave it, or that release would wake nobody
+			 * and leave its wake-up and our place behind. */
+			for (size_t i = 0; i < n; i++)
+				if (rd->waiting[i] && rd->in_line)
+					send_leave(l, ns, i, -1);
 			nodes_forget(ns);
 			for (size_t i = 0; i < n; i++)
 				if (rd->granted[i])
@@ -792,17 +811,12 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 static void
 leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 {
-	char waiter[LOCK_VALUE_MAX + 2];
-	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
-	struct call call;
 	struct answer a;
 
-	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
-	call_init(&call, &script_leave, 3, 4, args);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			call_send(ns, i, &call, deadline, -1, true);
+			send_leave(l, ns, i, -1);
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK)
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
