@@ -383,19 +383,13 @@ struct acquisition {
 				       * answer */
 	bool seen_held;               /* a quorum said another holds the lock */
 	bool in_line;                 /* an attempt went out that may have put us in line */
-	/* One server: the next attempt's request went out already, behind the BLPOP, so that
-	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
-	bool pipelined;
-	int64_t pipelined_at;        /* when it went out */
-	bool pipelined_waiting;      /* whether it stays in line if KEY is still held */
-	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
+	char shown[LOCK_HOLDER_MAX];  /* the holder the last progress line named */
 };
 
 /* What one attempt found, node by node. */
 struct round {
-	int64_t start;  /* when the requests went out */
-	bool in_line;   /* they put us in line where KEY was found held */
-	bool pipelined; /* they went out behind a BLPOP */
+	int64_t start; /* when the requests went out */
+	bool in_line;  /* they put us in line where KEY was found held */
 	size_t yes, held, refused, failed;
 	bool granted[NODES_MAX];
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -412,8 +406,6 @@ enum attempt_outcome {
 	ATTEMPT_SPLIT,       /* contenders split the nodes between them: nobody has it; we gave
 			      * back what we took */
 	ATTEMPT_LATE,        /* granted, but too late to count: given back, l->error says so */
-	ATTEMPT_RENEW,       /* granted by a request queued behind a BLPOP, whose lease counts
-			      * from when it was queued: ours, to renew at once by asking again */
 	ATTEMPT_NO_QUORUM,   /* too few nodes answered: l->error says why */
 	ATTEMPT_REFUSED,     /* so many refused that no quorum ever can: l->error says why */
 	ATTEMPT_INTERRUPTED, /* nothing taken was left behind */
@@ -642,20 +634,16 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	bool waiting;
 
 	memset(rd, 0, sizeof(*rd));
-	rd->start = q->pipelined ? q->pipelined_at : clock_now();
-	rd->pipelined = q->pipelined;
+	rd->start = clock_now();
 	/* WAIT may take its whole timeout on top. */
-	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
+	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	waiting =
-		q->pipelined ? q->pipelined_waiting : q->wait != 0 && rd->start < q->wait_deadline;
+	waiting = q->wait != 0 && rd->start < q->wait_deadline;
 	acquire_arg(l, waiting, q->in_line, acquire, sizeof(acquire));
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
 	call_init(&call, kind_of(l)->acquire, 5, 7, args);
-	if (!q->pipelined)
-		call_send_all(ns, &call, deadline, intr_fd);
-	q->pipelined = false;
+	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
 		(*meanwhile)(arg);
 		*meanwhile = NULL;
@@ -679,12 +667,6 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		if (fenced == -2) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
-		}
-		if (fenced == 0 && !lock_grant_in_time(l, valid, clock_now()) && rd->pipelined) {
-			/* Ours since the BLPOP returned, most likely a moment ago; but all we know
-			 * is when the request was queued. Asked again, it renews from now. */
-			nodes_forget(ns);
-			return ATTEMPT_RENEW;
 		}
 		if (fenced == 0 && lock_grant_in_time(l, valid, clock_now())) {
 			/* Where KEY was still held (its holder's release not there yet), this
@@ -841,51 +823,6 @@ leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 	nodes_cancel(ns);
 }
 
-/* Sends the next attempt's request now, to run behind the BLPOP just sent (see wait_turn);
- * attempt() then only reads its answer. It stays in line if KEY is still held, as it runs
- * before the wait ends (or as it does): lock_acquire leaves the line when the wait is over. */
-static void
-pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int intr_fd)
-{
-	const bool waiting = true;
-	char acquire[48];
-	const char *args[7] = { l->key,         l->fence_key,       l->wake_key,
-				l->waiting_key, l->shared_wake_key, l->value,
-				acquire };
-	struct call call;
-
-	acquire_arg(l, waiting, q->in_line, acquire, sizeof(acquire));
-	call_init(&call, kind_of(l)->acquire, 5, 7, args);
-	q->pipelined = true;
-	q->pipelined_at = clock_now();
-	q->pipelined_waiting = waiting;
-	call_send(ns, 0, &call, TIME_NEVER, intr_fd, false);
-}
-
-/*
- * The pipelined attempt will not be read (a signal, a refusal, or a server that did not
- * answer in time): a release and a leave go out behind it on the same connection, before
- * it is closed. Redis runs all three or none (a blocked client's commands wait with it, and
- * are dropped with its connection), so a lock the attempt took is never left behind.
- */
-static void
-abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
-{
-	char waiter[LOCK_VALUE_MAX + 2];
-	const char *release[7] = { l->key,       l->wake_key,        l->waiting_key,
-				   l->fence_key, l->shared_wake_key, l->value,
-				   "0" };
-	const char *leave[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
-	struct call call;
-
-	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
-	call_init(&call, kind_of(l)->release, 5, 7, release);
-	call_send(ns, 0, &call, TIME_NEVER, -1, true);
-	call_init(&call, &script_leave, 3, 4, leave);
-	call_send(ns, 0, &call, TIME_NEVER, -1, true);
-	q->pipelined = false;
-}
-
 /*
  * Others hold the lock: says so (a live line is redrawn every second, a log names each holder
  * once) and blocks on the wake lists of the nodes that hold it (BLPOP), until one release wakes
@@ -911,7 +848,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	const char *argv[3] = { "BLPOP", list, seconds };
 	size_t lens[3] = { 5, strlen(list), 0 };
 	struct command blpop = { 3, argv, lens, false };
-	bool refused = false, woken = false;
+	bool refused = false;
 	struct answer a;
 	enum conn_result res;
 
@@ -929,30 +866,20 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
 			nodes_send(ns, i, &blpop, TIME_NEVER, intr_fd);
-	/* One server: the next attempt goes out behind the BLPOP, and runs as it returns. At the
-	 * end, kept on our clock, it is abandoned (the server times the BLPOP out only at its
-	 * next tick) and the next attempt goes out afresh. */
-	if (nodes_count(ns) == 1 && rd->waiting[0])
-		pipeline_attempt(l, ns, q, intr_fd);
 	for (;;) {
-		int64_t until = end;
-		res = nodes_next(
-			ns, msg_progress_live() ? time_min(until, clock_now() + NS_PER_S) : until,
-			intr_fd, &a);
+		res = nodes_next(ns,
+				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
+				 intr_fd, &a);
 		if (res == CONN_TIMEOUT) {
 			int64_t t = clock_now();
-			if (t >= until)
+			if (t >= end)
 				break;
 			show_wait(l, q,
 				  l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
 			continue;
 		}
 		if (res == CONN_INTERRUPTED) {
-			if (q->pipelined)
-				abandon_pipelined(l, ns, q);
 			nodes_cancel(ns);
-			/* (What the pipelined attempt would have left runs only if the BLPOP
-			 * returned; the place taken before it is left now.) */
 			leave_line(l, ns, rd);
 			return LOCK_INTERRUPTED;
 		}
@@ -962,32 +889,12 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			continue; /* that node's connection broke; the others still wait */
 		if (reply_type(a.reply) != REPLY_ERROR) {
 			reply_free(a.reply);
-			woken = true;
-			break; /* woken, or timed out by the server */
+			break; /* woken */
 		}
 		refused = true;
 		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
 			  reply_string(a.reply, NULL));
 		reply_free(a.reply);
-		if (q->pipelined) {
-			res = CONN_FAILED; /* the only node refused */
-			break;
-		}
-	}
-	if (q->pipelined) {
-		/* Its answer is next on the connection: the attempt reads it. */
-		if (woken)
-			return LOCK_ACQUIRED;
-		if (res == CONN_TIMEOUT || refused) {
-			abandon_pipelined(l, ns, q);
-		} else {
-			/* The connection broke with it queued: it may have run. The next attempt,
-			 * with the same token, settles that. */
-			q->pipelined = false;
-			q->unsure_at[0] = q->pipelined_at;
-			if (q->unsure_since < 0 || q->pipelined_at < q->unsure_since)
-				q->unsure_since = q->pipelined_at;
-		}
 	}
 	nodes_cancel(ns);
 	/* Refused everywhere it asked: no point asking again. */
@@ -1045,8 +952,6 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (
 		q.pause = 0;
 		if (a == ATTEMPT_ACQUIRED)
 			break;
-		if (a == ATTEMPT_RENEW)
-			continue; /* whatever the wait: the lock is ours */
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
 		if (wait == 0 || clock_now() >= q.wait_deadline) {
 			/* An attempt sent before the wait ran out may have put us in line. */

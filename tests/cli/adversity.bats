@@ -247,27 +247,3 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 		((elapsed < 2000))
 	done
 }
-
-@test "a woken waiter's next attempt runs as its BLPOP returns: one round trip, not two" {
-	redis_start a
-	relay_start a
-	relay_set a "delay 300"
-	# A holds the lock, straight to the server, until told to go.
-	REDLOCK_URL="unix://$(redis_sock a)" "$RR" job -c "touch $dir/a-in
-		while [ ! -e $dir/go ]; do sleep 0.01; done; date +%s%6N > $dir/a-end" &
-	local a=$!
-	wait_until 5 test -e "$dir/a-in"
-	# B waits through the relay, which holds every reply 300ms.
-	"$RR" -r "unix://$(relay_sock a)" job -c "date +%s%6N > $dir/b-start" &
-	local b=$!
-	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
-	wait_until 5 blocked
-	touch "$dir/go"
-	wait "$a"
-	wait "$b"
-	local gap=$(($(cat "$dir/b-start") - $(cat "$dir/a-end")))
-	echo "from A's end to B's start: ${gap}us" >&2
-	# The BLPOP's answer and the attempt's come back together, 300ms after the release; an
-	# attempt sent after the wake-up would take 300ms more.
-	((gap < 550000))
-}
