@@ -26,17 +26,6 @@ kind_of(const struct lock *l)
 	return l->shared ? &kind_shared : l->limit > 1 ? &kind_semaphore : &kind_exclusive;
 }
 
-/* The acquire script's ARGV[2], "TTL:HANDOFF:N:IN_LINE": the lease in ms, the handoff
- * allowance in ms (0: not waiting), the semaphore's N (1 for a lock), and 1 when an earlier
- * attempt may have put us in line (the grant then takes us out of it), else 0. */
-static const char *
-acquire_arg(const struct lock *l, bool waiting, bool in_line, char *buf, size_t size)
-{
-	snprintf(buf, size, "%lld:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
-		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line);
-	return buf;
-}
-
 static void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
@@ -153,6 +142,34 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 		call->argv[call->argc++] = args[i];
 	for (int i = 0; i < call->argc; i++)
 		call->lens[i] = strlen(call->argv[i]);
+}
+
+/* The acquire script's call for kind_of(l), its ARGV[2] ("TTL:HANDOFF:N:IN_LINE") in arg,
+ * which must outlive the call: the lease in ms, the handoff allowance in ms (0: not
+ * waiting), the semaphore's N (1 for a lock), and 1 when an earlier attempt may have put us
+ * in line (the grant then takes us out of it), else 0. */
+static void
+acquire_call(struct lock *l, bool waiting, bool in_line, char arg[48], struct call *call)
+{
+	const char *args[7] = {
+		l->key, l->fence_key, l->wake_key, l->waiting_key, l->shared_wake_key, l->value, arg
+	};
+
+	snprintf(arg, 48, "%lld:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
+		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line);
+	call_init(call, kind_of(l)->acquire, 5, 7, args);
+}
+
+/* The release script's call for kind_of(l), leaving the lock taken keep ms still (a string
+ * that must outlive the call; "0": deleted). */
+static void
+release_call(struct lock *l, const char *keep, struct call *call)
+{
+	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
+				l->fence_key, l->shared_wake_key, l->value,
+				keep };
+
+	call_init(call, kind_of(l)->release, 5, 7, args);
 }
 
 /* Sends the call to node i: by the script's digest, or by its text (which also caches it
@@ -444,12 +461,9 @@ unsure_clear(struct acquisition *q, size_t i)
 static void
 send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 {
-	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
-				l->fence_key, l->shared_wake_key, l->value,
-				"0" };
 	struct call call;
 
-	call_init(&call, kind_of(l)->release, 5, 7, args);
+	release_call(l, "0", &call);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
@@ -624,9 +638,6 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 {
 	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
 	char acquire[48], took[32], lease[32];
-	const char *args[7] = { l->key,         l->fence_key,       l->wake_key,
-				l->waiting_key, l->shared_wake_key, l->value,
-				acquire };
 	struct call call;
 	struct answer a;
 	int64_t deadline, valid;
@@ -639,10 +650,9 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	waiting = q->wait != 0 && rd->start < q->wait_deadline;
-	acquire_arg(l, waiting, q->in_line, acquire, sizeof(acquire));
+	acquire_call(l, waiting, q->in_line, acquire, &call);
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
-	call_init(&call, kind_of(l)->acquire, 5, 7, args);
 	call_send_all(ns, &call, deadline, intr_fd);
 	if (*meanwhile) {
 		(*meanwhile)(arg);
@@ -1022,14 +1032,6 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	enum lock_renewal how = LOCK_GONE_WITH_DATA;
 	char ttl[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
 	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
-	/* (The run may have been in line there: a grant takes it out.) */
-	const char *again_args[7] = { l->key,
-				      l->fence_key,
-				      l->wake_key,
-				      l->waiting_key,
-				      l->shared_wake_key,
-				      l->value,
-				      acquire_arg(l, false, true, acquire, sizeof(acquire)) };
 	struct call call, again;
 	struct failures why = { 0 };
 	struct answer a;
@@ -1037,7 +1039,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 
 	ttl_ms(l, ttl, sizeof(ttl));
 	call_init(&call, kind_of(l)->renew, 2, 4, args);
-	call_init(&again, kind_of(l)->acquire, 5, 7, again_args);
+	/* (The run may have been in line there: a grant takes it out.) */
+	acquire_call(l, false, true, acquire, &again);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
@@ -1137,9 +1140,6 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	size_t released = 0, unconfirmed = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
 	char ttl[32], keep[24];
-	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
-				l->fence_key, l->shared_wake_key, l->value,
-				keep };
 	struct call call;
 	struct failures why = { 0 };
 	struct answer a;
@@ -1148,7 +1148,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 
 	/* Rounded up: never shorter than --min-hold. */
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
-	call_init(&call, kind_of(l)->release, 5, 7, args);
+	release_call(l, keep, &call);
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
