@@ -42,7 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 tls=()
-if [[ $("$REDLOCK_RUN" --version) == *"(TLS: yes)"* ]]; then
+if ! $profile && [[ $("$REDLOCK_RUN" --version) == *"(TLS: yes)"* ]]; then
 	# The same server on a TLS port too, with a throwaway CA, for the rediss:// rows.
 	scripts/certs.sh "$dir/certs"
 	tls=(--tls-port 0 --tls-cert-file "$dir/certs/server.crt"
