@@ -244,11 +244,20 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 }
 
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
-	# (A TTL of 3s gives the replica 300ms to acknowledge the grant on a loaded machine.)
-	"$RR" --wait-replicas 1 -t 3s job -- sh -c 'touch "$1/started"; exec sleep 30' sh "$dir" \
-		2>"$dir/err" &
-	local pid=$!
-	wait_until 5 test -e "$dir/started" || { cat "$dir/err"; false; }
+	# The grant itself waits TTL/10 for the replica's acknowledgement, which a loaded machine
+	# does not always give in time (69, rightly): the holder is started again then, as this
+	# scenario is about the renewals.
+	local pid try
+	started_or_refused() { test -e "$dir/started" || gone "$pid"; }
+	for try in 1 2 3; do
+		"$RR" --wait-replicas 1 -t 3s job -- sh -c 'touch "$1/started"; exec sleep 30' sh \
+			"$dir" 2>"$dir/err" &
+		pid=$!
+		wait_until 5 started_or_refused
+		test -e "$dir/started" && break
+		cat "$dir/err"
+	done
+	test -e "$dir/started"
 	local t0
 	t0=$(now_ms)
 	kill -STOP "$(redis_pid m2)"
