@@ -400,13 +400,19 @@ struct acquisition {
 				       * answer */
 	bool seen_held;               /* a quorum said another holds the lock */
 	bool in_line;                 /* an attempt went out that may have put us in line */
-	char shown[LOCK_HOLDER_MAX];  /* the holder the last progress line named */
+	/* One server: the next attempt's request went out already, behind the BLPOP, so that
+	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
+	bool pipelined;
+	int64_t pipelined_at;        /* when it went out */
+	bool pipelined_waiting;      /* whether it stays in line if KEY is still held */
+	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
 };
 
 /* What one attempt found, node by node. */
 struct round {
-	int64_t start; /* when the requests went out */
-	bool in_line;  /* they put us in line where KEY was found held */
+	int64_t start;  /* when the requests went out */
+	bool in_line;   /* they put us in line where KEY was found held */
+	bool pipelined; /* they went out behind a BLPOP */
 	size_t yes, held, refused, failed;
 	bool granted[NODES_MAX];
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -423,6 +429,8 @@ enum attempt_outcome {
 	ATTEMPT_SPLIT,       /* contenders split the nodes between them: nobody has it; we gave
 			      * back what we took */
 	ATTEMPT_LATE,        /* granted, but too late to count: given back, l->error says so */
+	ATTEMPT_RENEW,       /* granted by a request queued behind a BLPOP, whose lease counts
+			      * from when it was queued: ours, to renew at once by asking again */
 	ATTEMPT_NO_QUORUM,   /* too few nodes answered: l->error says why */
 	ATTEMPT_REFUSED,     /* so many refused that no quorum ever can: l->error says why */
 	ATTEMPT_INTERRUPTED, /* nothing taken was left behind */
@@ -645,15 +653,19 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	bool waiting;
 
 	memset(rd, 0, sizeof(*rd));
-	rd->start = clock_now();
+	rd->start = q->pipelined ? q->pipelined_at : clock_now();
+	rd->pipelined = q->pipelined;
 	/* WAIT may take its whole timeout on top. */
-	deadline = time_add(time_min(rd->start + l->io_timeout, q->io_cap), l->replicas_timeout);
+	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	waiting = q->wait != 0 && rd->start < q->wait_deadline;
+	waiting =
+		q->pipelined ? q->pipelined_waiting : q->wait != 0 && rd->start < q->wait_deadline;
 	acquire_call(l, waiting, q->in_line, acquire, &call);
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
-	call_send_all(ns, &call, deadline, intr_fd);
+	if (!q->pipelined)
+		call_send_all(ns, &call, deadline, intr_fd);
+	q->pipelined = false;
 	if (*meanwhile) {
 		(*meanwhile)(arg);
 		*meanwhile = NULL;
@@ -677,6 +689,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		if (fenced == -2) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
+		}
+		if (fenced == 0 && !lock_grant_in_time(l, valid, clock_now()) && rd->pipelined) {
+			/* Ours since the BLPOP returned, most likely a moment ago; but all we know
+			 * is when the request was queued. Asked again, it renews from now. */
+			nodes_forget(ns);
+			return ATTEMPT_RENEW;
 		}
 		if (fenced == 0 && lock_grant_in_time(l, valid, clock_now())) {
 			/* Where KEY was still held (its holder's release not there yet), this
@@ -833,6 +851,40 @@ leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 	nodes_cancel(ns);
 }
 
+/* Sends the next attempt's request now, to run behind the BLPOP just sent (see wait_turn);
+ * attempt() then only reads its answer. It stays in line if KEY is still held, as it runs
+ * before the wait ends (or as it does): lock_acquire leaves the line when the wait is over. */
+static void
+pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int intr_fd)
+{
+	const bool waiting = true;
+	char acquire[48];
+	struct call call;
+
+	acquire_call(l, waiting, q->in_line, acquire, &call);
+	q->pipelined = true;
+	q->pipelined_at = clock_now();
+	q->pipelined_waiting = waiting;
+	call_send(ns, 0, &call, TIME_NEVER, intr_fd, false);
+}
+
+/*
+ * The pipelined attempt will not be read (a signal, a refusal, or a server that did not
+ * answer in time): a release and a leave go out behind it on the same connection, before
+ * it is closed. Redis runs all three or none (a blocked client's commands wait with it, and
+ * are dropped with its connection), so a lock the attempt took is never left behind.
+ */
+static void
+abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
+{
+	struct call call;
+
+	release_call(l, "0", &call);
+	call_send(ns, 0, &call, TIME_NEVER, -1, true);
+	send_leave(l, ns, 0, -1);
+	q->pipelined = false;
+}
+
 /*
  * Others hold the lock: says so (a live line is redrawn every second, a log names each holder
  * once) and blocks on the wake lists of the nodes that hold it (BLPOP), until one release wakes
@@ -858,7 +910,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	const char *argv[3] = { "BLPOP", list, seconds };
 	size_t lens[3] = { 5, strlen(list), 0 };
 	struct command blpop = { 3, argv, lens, false };
-	bool refused = false;
+	bool pipeline, refused = false, woken = false;
 	struct answer a;
 	enum conn_result res;
 
@@ -870,12 +922,27 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	if (block < NS_PER_MS)
 		return LOCK_ACQUIRED; /* about to end anyway: just try again */
 	end = now + block;
-	/* BLPOP takes seconds with a fraction (Redis 6 and later); 0 would mean forever. */
-	snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
+	/*
+	 * One server: the next attempt goes out behind the BLPOP, and runs as a release wakes
+	 * us. Only a release: that BLPOP waits forever (0), and at the end, kept on our clock,
+	 * the attempt is abandoned and goes out afresh, as it does without pipelining. Let the
+	 * server time the BLPOP out, and the attempt would run at the very moment the holder's
+	 * lease expires, with none of our own latency to add to the margin by which the holder
+	 * must have stopped its command.
+	 *
+	 * Otherwise BLPOP takes seconds with a fraction (Redis 6 and later).
+	 */
+	pipeline = nodes_count(ns) == 1 && rd->waiting[0];
+	if (pipeline)
+		snprintf(seconds, sizeof(seconds), "0");
+	else
+		snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
 	lens[2] = strlen(seconds);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
 			nodes_send(ns, i, &blpop, TIME_NEVER, intr_fd);
+	if (pipeline)
+		pipeline_attempt(l, ns, q, intr_fd);
 	for (;;) {
 		res = nodes_next(ns,
 				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
@@ -889,7 +956,11 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			continue;
 		}
 		if (res == CONN_INTERRUPTED) {
+			if (q->pipelined)
+				abandon_pipelined(l, ns, q);
 			nodes_cancel(ns);
+			/* (What the pipelined attempt would have left runs only if the BLPOP
+			 * returned; the place taken before it is left now.) */
 			leave_line(l, ns, rd);
 			return LOCK_INTERRUPTED;
 		}
@@ -899,12 +970,32 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			continue; /* that node's connection broke; the others still wait */
 		if (reply_type(a.reply) != REPLY_ERROR) {
 			reply_free(a.reply);
-			break; /* woken */
+			woken = true;
+			break; /* woken (or, without pipelining, timed out by the server) */
 		}
 		refused = true;
 		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
 			  reply_string(a.reply, NULL));
 		reply_free(a.reply);
+		if (q->pipelined) {
+			res = CONN_FAILED; /* the only node refused */
+			break;
+		}
+	}
+	if (q->pipelined) {
+		/* Its answer is next on the connection: the attempt reads it. */
+		if (woken)
+			return LOCK_ACQUIRED;
+		if (res == CONN_TIMEOUT || refused) {
+			abandon_pipelined(l, ns, q);
+		} else {
+			/* The connection broke with it queued: it may have run. The next attempt,
+			 * with the same token, settles that. */
+			q->pipelined = false;
+			q->unsure_at[0] = q->pipelined_at;
+			if (q->unsure_since < 0 || q->pipelined_at < q->unsure_since)
+				q->unsure_since = q->pipelined_at;
+		}
 	}
 	nodes_cancel(ns);
 	/* Refused everywhere it asked: no point asking again. */
@@ -962,6 +1053,8 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (
 		q.pause = 0;
 		if (a == ATTEMPT_ACQUIRED)
 			break;
+		if (a == ATTEMPT_RENEW)
+			continue; /* whatever the wait: the lock is ours */
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
 		if (wait == 0 || clock_now() >= q.wait_deadline) {
 			/* An attempt sent before the wait ran out may have put us in line. */

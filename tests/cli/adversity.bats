@@ -13,6 +13,7 @@ setup() {
 }
 
 teardown() {
+	[[ -z ${waiter-} ]] || kill -CONT "$waiter" 2>/dev/null || true
 	relay_stop
 	redis_stop a
 }
@@ -246,4 +247,58 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 		assert_equal "$status" 69
 		((elapsed < 2000))
 	done
+}
+
+@test "a woken waiter's next attempt runs as its BLPOP returns: one round trip, not two" {
+	redis_start a
+	relay_start a
+	relay_set a "delay 300"
+	# A holds the lock, straight to the server, until told to go.
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" job -c "touch $dir/a-in
+		while [ ! -e $dir/go ]; do sleep 0.01; done; date +%s%6N > $dir/a-end" &
+	local a=$!
+	wait_until 5 test -e "$dir/a-in"
+	# B waits through the relay, which holds every reply 300ms.
+	"$RR" -r "unix://$(relay_sock a)" job -c "date +%s%6N > $dir/b-start" &
+	local b=$!
+	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
+	wait_until 5 blocked
+	touch "$dir/go"
+	wait "$a"
+	wait "$b"
+	local gap=$(($(cat "$dir/b-start") - $(cat "$dir/a-end")))
+	echo "from A's end to B's start: ${gap}us" >&2
+	# The BLPOP's answer and the attempt's come back together, 300ms after the release; an
+	# attempt sent after the wake-up would take 300ms more.
+	((gap < 550000))
+}
+
+@test "a frozen waiter takes nothing as a dead holder's lease runs out: only a release runs its queued attempt" {
+	redis_start a
+	local url="unix://$(redis_sock a)"
+	REDLOCK_URL=$url "$RR" -t 1s job -- sleep 30 &
+	local holder=$!
+	wait_until 5 held_on a job
+	kill -KILL "$holder"
+	# The waiter finds the lock held for the rest of the dead holder's lease.
+	REDLOCK_URL=$url "$RR" -t 1s job -- touch "$dir/waiter-ran" &
+	waiter=$! # teardown lets it go if the test fails
+	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
+	wait_until 5 blocked
+	kill -STOP "$waiter"
+	# The server runs the waiter's queued attempt only if a release wakes it, never when it
+	# would time the BLPOP out: then the attempt would run at the very moment the lease
+	# expires, or, as here, take the lock for a process that cannot use it. Watched until a
+	# second after the lease ran out, the lock stays free, and untaken since the holder's.
+	untaken() { [[ $(rcli_on a get "{job}:fence") == 1 ]]; }
+	free_or_taken() { free_on a job || ! untaken; }
+	wait_until 5 free_or_taken
+	for _ in $(seq 20); do
+		untaken || fail "the frozen waiter took the lock"
+		free_on a job || fail "the lock was taken while its only waiter was frozen"
+		sleep 0.05
+	done
+	kill -CONT "$waiter"
+	wait "$waiter"
+	test -e "$dir/waiter-ran"
 }
