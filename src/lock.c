@@ -214,17 +214,17 @@ noscript(struct answer *a)
 }
 
 /*
- * The next answer to call from any node; a node that did not know the script is sent its text
- * and asked again. What nodes_next returns.
+ * The next answer to call from any node, waited for until `until`; a node that did not know
+ * the script is sent its text and asked again, due by `due`. What nodes_next returns.
  */
 static enum conn_result
-next_answer(struct nodes *ns, const struct call *call, int64_t deadline, int intr_fd,
+next_answer(struct nodes *ns, const struct call *call, int64_t until, int64_t due, int intr_fd,
 	    struct answer *a)
 {
 	enum conn_result res;
 
-	while ((res = nodes_next(ns, deadline, intr_fd, a)) == CONN_OK && noscript(a))
-		call_send(ns, a->node, call, deadline, intr_fd, true);
+	while ((res = nodes_next(ns, until, intr_fd, a)) == CONN_OK && noscript(a))
+		call_send(ns, a->node, call, due, intr_fd, true);
 	return res;
 }
 
@@ -404,7 +404,6 @@ struct acquisition {
 	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
 	bool pipelined;
 	int64_t pipelined_at;        /* when it went out */
-	bool pipelined_waiting;      /* whether it stays in line if KEY is still held */
 	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
 };
 
@@ -559,7 +558,7 @@ settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadlin
 		if (rd->granted[i] && rd->fence[i] < top)
 			call_send(ns, i, &call, deadline, intr_fd, false);
 	while (nodes_verdict(ns, acked, no) == VERDICT_OPEN &&
-	       (res = next_answer(ns, &call, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
+	       (res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a)) == CONN_OK) {
 		char why[400];
 		if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER &&
 		    replicated(l, ns, &a, "the fence", why, sizeof(why))) {
@@ -658,12 +657,14 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	/* WAIT may take its whole timeout on top. */
 	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
-	waiting =
-		q->pipelined ? q->pipelined_waiting : q->wait != 0 && rd->start < q->wait_deadline;
+	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt.) */
+	waiting = q->pipelined || (q->wait != 0 && rd->start < q->wait_deadline);
 	acquire_call(l, waiting, q->in_line, acquire, &call);
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
-	if (!q->pipelined)
+	if (q->pipelined)
+		nodes_due(ns, 0, deadline); /* it went out already; its answer is due from now */
+	else
 		call_send_all(ns, &call, deadline, intr_fd);
 	q->pipelined = false;
 	if (*meanwhile) {
@@ -671,7 +672,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		*meanwhile = NULL;
 	}
 	while (nodes_verdict(ns, rd->yes, rd->held + rd->refused + rd->failed) == VERDICT_OPEN) {
-		enum conn_result res = next_answer(ns, &call, TIME_NEVER, intr_fd, &a);
+		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
@@ -857,22 +858,25 @@ leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 static void
 pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int intr_fd)
 {
-	const bool waiting = true;
 	char acquire[48];
 	struct call call;
 
-	acquire_call(l, waiting, q->in_line, acquire, &call);
+	acquire_call(l, true, q->in_line, acquire, &call);
 	q->pipelined = true;
 	q->pipelined_at = clock_now();
-	q->pipelined_waiting = waiting;
+	/* Due only once the BLPOP has returned: attempt() says by when (nodes_due). */
 	call_send(ns, 0, &call, TIME_NEVER, intr_fd, false);
 }
 
 /*
- * The pipelined attempt will not be read (a signal, a refusal, or a server that did not
- * answer in time): a release and a leave go out behind it on the same connection, before
- * it is closed. Redis runs all three or none (a blocked client's commands wait with it, and
- * are dropped with its connection), so a lock the attempt took is never left behind.
+ * The pipelined attempt will not be read (a signal, a refusal, or the wait's end on our clock):
+ * a release and a leave go out behind it on the same connection, which is then closed. On
+ * that connection, Redis runs all three or none (a blocked client's commands wait with it,
+ * and are dropped with its connection). But the release may reach Redis late (a lost segment
+ * is sent again only later), and run after a request of ours on another connection: when the
+ * wait goes on, the next attempt uses a new token (see wait_turn), which the late release
+ * cannot delete. What the attempt took is then given back by that release, or, should it
+ * never come (the connection reset as we closed it), expires by itself.
  */
 static void
 abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
@@ -910,7 +914,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	const char *argv[3] = { "BLPOP", list, seconds };
 	size_t lens[3] = { 5, strlen(list), 0 };
 	struct command blpop = { 3, argv, lens, false };
-	bool pipeline, refused = false, woken = false;
+	bool pipeline, refused = false, woken = false, retire = false;
 	struct answer a;
 	enum conn_result res;
 
@@ -923,16 +927,17 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		return LOCK_ACQUIRED; /* about to end anyway: just try again */
 	end = now + block;
 	/*
-	 * One server: the next attempt goes out behind the BLPOP, and runs as a release wakes
-	 * us. Only a release: that BLPOP waits forever (0), and at the end, kept on our clock,
-	 * the attempt is abandoned and goes out afresh, as it does without pipelining. Let the
-	 * server time the BLPOP out, and the attempt would run at the very moment the holder's
-	 * lease expires, with none of our own latency to add to the margin by which the holder
-	 * must have stopped its command.
+	 * One plain server: the next attempt goes out behind the BLPOP, and runs as a release
+	 * wakes us. Only a release: that BLPOP waits forever (0), and at the end, kept on our
+	 * clock, the attempt is abandoned and goes out afresh, as it does without pipelining.
+	 * Let the server time the BLPOP out, and the attempt would run at the very moment the
+	 * holder's lease expires, with none of our own latency to add to the margin by which
+	 * the holder must have stopped its command. (Its answer is due by the end all the
+	 * same, and a while after, for a request a cluster's -ASK sends elsewhere.)
 	 *
 	 * Otherwise BLPOP takes seconds with a fraction (Redis 6 and later).
 	 */
-	pipeline = nodes_count(ns) == 1 && rd->waiting[0];
+	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
 	if (pipeline)
 		snprintf(seconds, sizeof(seconds), "0");
 	else
@@ -940,7 +945,8 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	lens[2] = strlen(seconds);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			nodes_send(ns, i, &blpop, TIME_NEVER, intr_fd);
+			nodes_send(ns, i, &blpop, pipeline ? time_add(end, l->io_timeout) : TIME_NEVER,
+				   intr_fd);
 	if (pipeline)
 		pipeline_attempt(l, ns, q, intr_fd);
 	for (;;) {
@@ -988,6 +994,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			return LOCK_ACQUIRED;
 		if (res == CONN_TIMEOUT || refused) {
 			abandon_pipelined(l, ns, q);
+			retire = !refused;
 		} else {
 			/* The connection broke with it queued: it may have run. The next attempt,
 			 * with the same token, settles that. */
@@ -998,6 +1005,18 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		}
 	}
 	nodes_cancel(ns);
+	/* The leave sent behind the abandoned attempt was dropped with its connection if the
+	 * BLPOP still blocked: the place in line goes now, before its token does, ahead of the
+	 * next attempt on the new connection (its answer is not waited for). */
+	if (retire) {
+		send_leave(l, ns, 0, -1);
+		nodes_forget(ns);
+	}
+	if (retire && make_token(l->value, sizeof(l->value)) < 0) {
+		char buf[128];
+		set_error(l, "cannot draw a new token: %s", msg_strerror(errno, buf, sizeof(buf)));
+		return LOCK_UNAVAILABLE;
+	}
 	/* Refused everywhere it asked: no point asking again. */
 	return refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;
 }
@@ -1243,7 +1262,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
 	release_call(l, keep, &call);
 	call_send_all(ns, &call, deadline, intr_fd);
-	while ((res = next_answer(ns, &call, deadline, intr_fd, &a)) == CONN_OK) {
+	while ((res = next_answer(ns, &call, deadline, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
 
 		/* The connection may have sat idle for as long as the command ran: one that
@@ -1445,7 +1464,7 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state
 	}
 	call_init(&call, &script_query, 2, 2, args);
 	call_send_all(ns, &call, deadline, -1);
-	while (next_answer(ns, &call, deadline, -1, &a) == CONN_OK) {
+	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_state *s = &node[a.node];
 		if (a.result != CONN_OK) {
 			snprintf(s->error, sizeof(s->error), "%s", nodes_error(ns, a.node));

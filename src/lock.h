@@ -79,7 +79,9 @@ enum lock_result {
 	LOCK_ACQUIRED,    /* l->fence and l->acquired_at are set */
 	LOCK_BUSY,        /* not acquired: -n, or the wait ran out; l->holder names who held
 			   * it, or is empty and l->error says why (a grant came too late) */
-	LOCK_INTERRUPTED, /* intr_fd became readable; no lock was left behind */
+	LOCK_INTERRUPTED, /* intr_fd became readable; no lock was left behind (unless a
+			   * release sent as we gave up never reached the server: then it
+			   * expires by itself) */
 	LOCK_UNAVAILABLE, /* Redis could not be reached, or refused: l->error says why */
 };
 

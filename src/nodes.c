@@ -691,6 +691,19 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 }
 
 void
+nodes_due(struct nodes *ns, size_t i, int64_t deadline)
+{
+	if (ns->node[i].asks)
+		ns->node[i].deadline = deadline;
+}
+
+bool
+nodes_plain(const struct nodes *ns, size_t i)
+{
+	return !ns->node[i].sentinel && !ns->node[i].cluster;
+}
+
+void
 nodes_forget(struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++) {

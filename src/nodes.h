@@ -84,6 +84,15 @@ struct answer {
  */
 enum conn_result nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a);
 
+/* The answers node i still owes are due by deadline from now on: a request that went out
+ * behind one that may block for long (a BLPOP) is due once that one has returned. */
+void nodes_due(struct nodes *ns, size_t i, int64_t deadline);
+
+/* Whether node i's requests always go to the server its URL names, which answers them in
+ * order: not a Sentinel's master, nor (so far) a cluster's node, whose requests may be sent
+ * again elsewhere. */
+bool nodes_plain(const struct nodes *ns, size_t i);
+
 /* Whether node i still owes an answer. */
 bool nodes_outstanding(const struct nodes *ns, size_t i);
 /* The answers still outstanding are not waited for: they are dropped as they come. */

@@ -302,3 +302,71 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	wait "$waiter"
 	test -e "$dir/waiter-ran"
 }
+
+@test "a woken waiter whose queued attempt is never answered gives up on time" {
+	redis_start a
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" job -c "touch $dir/a-in
+		while [ ! -e $dir/go ]; do sleep 0.01; done" &
+	local a=$!
+	wait_until 5 test -e "$dir/a-in"
+	# B waits through the relay; the release wakes it, and the answer to its BLPOP comes
+	# back, but not the one to the attempt queued behind it.
+	"$RR" -w 2s -r "unix://$(relay_sock a)" job -- touch "$dir/b-ran" 2>"$dir/b-err" &
+	local b=$!
+	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
+	wait_until 5 blocked
+	relay_set a one-reply
+	local start=$(now_ms)
+	touch "$dir/go"
+	wait "$a"
+	status=0
+	wait "$b" || status=$?
+	local elapsed=$(($(now_ms) - start))
+	cat "$dir/b-err" >&2
+	echo "B ended with $status after ${elapsed}ms" >&2
+	# The answer was due within -w (and the last answer's allowance), not forever.
+	((status != 0))
+	((elapsed < 4000))
+	test ! -e "$dir/b-ran"
+}
+
+@test "a waiter's late release from an abandoned connection cannot delete the lock it took since" {
+	redis_start a
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 1s job -c "touch $dir/a-in
+		while [ ! -e $dir/a-go ]; do sleep 0.01; done" &
+	local a=$!
+	wait_until 5 test -e "$dir/a-in"
+	"$RR" -t 1s -r "unix://$(relay_sock a)" job -c "echo \$REDLOCK_TOKEN > $dir/b-token
+		touch $dir/b-in; while [ ! -e $dir/b-go ]; do sleep 0.01; done" &
+	local b=$!
+	blocked() { (($(rcli_on a client list | grep -c 'cmd=blpop') >= $1)); }
+	wait_until 5 blocked 1
+	# What B sends on that connection from now on is held, as if lost in transit: the
+	# release and the leave that go out behind its queued attempt when its wait ends on
+	# its clock. The server still has that connection blocked when B waits again on a
+	# new one.
+	relay_set a hold
+	wait_until 5 blocked 2
+	# A's release wakes the first connection, whose queued attempt takes the lock for a
+	# token B no longer uses: B runs once that lease ends. (Had B asked again with the
+	# same token, that lock would have been granted to it at once.)
+	touch "$dir/a-go"
+	wait "$a"
+	wait_until 10 test -e "$dir/b-in"
+	# The late release arrives, and finds the lock B holds now: not the token it was
+	# sent for.
+	relay_set a pass
+	sent() { grep -q 'held requests sent' "$(redis_dir a)/relay.log"; }
+	wait_until 5 sent
+	holder() { [[ $(rcli_on a get job) == "$(cat "$dir/b-token")" ]]; }
+	# (The release is run once its bytes reach the server: a PING behind it on
+	# another connection proves nothing, so the lock is watched for a moment.)
+	for _ in $(seq 10); do
+		holder || fail "B runs, but the lock is $(rcli_on a get job)"
+		sleep 0.05
+	done
+	touch "$dir/b-go"
+	wait "$b"
+}

@@ -12,11 +12,12 @@ export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
 
 # relay_start NAME: a relay (relay.py) in front of server NAME, on the Unix socket
 # $(relay_sock NAME), misbehaving as the first line of $(relay_mode NAME) says (pass, delay MS,
-# drop, drop-once, blackhole, refuse); its pid in $relay, stopped by relay_stop.
+# drop, drop-once, blackhole, refuse, one-reply, hold); its pid in $relay, stopped by
+# relay_stop. It starts in pass, with an empty log, whatever an earlier test left.
 relay_start() {
 	local d
 	d=$(redis_dir "$1")
-	rm -f "$d/relay.ready"
+	rm -f "$d/relay.ready" "$d/relay.mode" "$d/relay.log"
 	python3 "$SOURCE_ROOT/tests/cli/relay.py" --listen "$d/relay.sock" \
 		--target "$(redis_sock "$1")" --control "$d/relay.mode" --ready "$d/relay.ready" \
 		--log "$d/relay.log" 3>&- &

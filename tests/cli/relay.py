@@ -22,6 +22,11 @@ it writes, so while traffic flows, `echo MODE > FILE.tmp && mv FILE.tmp FILE` is
                 its upstream connection) is closed at once
     drop-once   drop, for one reply only: then the control file is set to pass
     blackhole   nothing is forwarded either way and nothing answers; connections stay open
+    one-reply   the next reply passes, and what comes after it is swallowed: then the
+                control file is set to blackhole (replies are assumed to arrive whole)
+    hold        requests on the connections open when it began are held (as if lost in
+                transit, and sent again late), even once their client hangs up, until the
+                mode changes; new connections pass
     refuse      new connections are accepted and closed at once; open ones are closed
 
 A mode applies to the bytes that arrive while it is in force. When either side of a
@@ -60,7 +65,8 @@ def read_mode(path):
         words = []
     if not words:
         return ("pass",)
-    if len(words) == 1 and words[0] in ("pass", "drop", "drop-once", "blackhole", "refuse"):
+    if len(words) == 1 and words[0] in ("pass", "drop", "drop-once", "blackhole", "refuse",
+                                        "one-reply", "hold"):
         return (words[0],)
     if len(words) == 2 and words[0] == "delay":
         try:
@@ -70,6 +76,24 @@ def read_mode(path):
         if ms >= 0:
             return ("delay", ms)
     return ("bad", " ".join(words))  # logged, then relayed as pass
+
+
+def reply_end(data, pos=0):
+    """Where the RESP reply that starts at data[pos] ends, or None if it is not all there."""
+    line = data.find(b"\r\n", pos)
+    if line < 0:
+        return None
+    kind, end = data[pos:pos + 1], line + 2
+    if kind in (b"+", b"-", b":"):
+        return end
+    count = int(data[pos + 1:line])
+    if kind == b"$":
+        return end if count < 0 else (end + count + 2 if len(data) >= end + count + 2 else None)
+    for _ in range(max(count, 0)):  # an array
+        end = reply_end(data, end)
+        if end is None:
+            return None
+    return end
 
 
 def describe(mode):
@@ -85,6 +109,7 @@ class Pair:
         self.out = {client: bytearray(), upstream: bytearray()}  # waiting to be written
         self.events = {client: 0, upstream: 0}  # what the selector watches on each
         self.held = collections.deque()  # replies held back: (release time, bytes)
+        self.held_requests = bytearray()  # requests held back (mode hold)
         self.draining = False  # a side hung up: write out what is left, then close
         self.closed = False
 
@@ -105,6 +130,7 @@ class Relay:
         self.count = 0
         self.mode = ("pass",)
         self.control_key = None  # the control file's (inode, size, mtime) when last read
+        self.hold_upto = 0  # mode hold: the connections it holds the requests of
 
     def refresh_mode(self):
         try:
@@ -126,6 +152,14 @@ class Relay:
                 log(f"mode {mode[1]!r} unknown: relayed as pass")
             else:
                 log(f"mode {describe(mode)}")
+            if mode[0] == "hold":
+                self.hold_upto = self.count
+            elif self.mode[0] == "hold":
+                for pair in self.pairs:
+                    if pair.held_requests:
+                        log(f"#{pair.number} held requests sent: {len(pair.held_requests)} bytes")
+                        self.send(pair, pair.upstream, bytes(pair.held_requests))
+                        pair.held_requests.clear()
             self.mode = mode
         if mode[0] == "refuse":
             for pair in list(self.pairs):
@@ -207,6 +241,9 @@ class Relay:
         if mode == "blackhole":
             what = "request" if sock is pair.client else "reply"
             log(f"#{pair.number} {what} swallowed: {len(data)} bytes")
+        elif sock is pair.client and mode == "hold" and pair.number <= self.hold_upto:
+            pair.held_requests += data
+            log(f"#{pair.number} request held: {len(data)} bytes")
         elif sock is pair.client:
             self.send(pair, pair.upstream, data)
         elif mode in ("drop", "drop-once"):
@@ -214,6 +251,11 @@ class Relay:
             self.close(pair, mode)
             if mode == "drop-once":
                 self.set_mode("pass")
+        elif mode == "one-reply":
+            end = reply_end(data) or len(data)
+            self.send(pair, pair.client, data[:end])
+            log(f"#{pair.number} one reply passed: {end} bytes; {len(data) - end} swallowed")
+            self.set_mode("blackhole")
         elif mode == "delay":
             pair.held.append((time.monotonic() + self.mode[1] / 1000, data))
             log(f"#{pair.number} reply delayed {self.mode[1]:g} ms: {len(data)} bytes")
@@ -239,7 +281,8 @@ class Relay:
 
     def watch(self, pair):
         """Tells the selector what to wait for on each side; closes a drained pair."""
-        if pair.draining and not (pair.out[pair.client] or pair.out[pair.upstream] or pair.held):
+        if pair.draining and not (pair.out[pair.client] or pair.out[pair.upstream] or pair.held
+                                  or pair.held_requests):
             self.close(pair, "drained")
             return
         for sock in (pair.client, pair.upstream):
