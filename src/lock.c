@@ -476,9 +476,11 @@ send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
 }
 
-/* Sends our leave from the line on node i (script_leave), by its text. */
+/* Sends our leave from the line on node i (script_leave), by its text, due by `due`:
+ * LEAVE_DUE, unless it opens the connection the next attempt goes on. */
+#define LEAVE_DUE(l) (clock_now() + time_min((l)->io_timeout, NS_PER_S))
 static void
-send_leave(struct lock *l, struct nodes *ns, size_t i, int intr_fd)
+send_leave(struct lock *l, struct nodes *ns, size_t i, int64_t due, int intr_fd)
 {
 	char waiter[LOCK_VALUE_MAX + 2];
 	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
@@ -486,7 +488,7 @@ send_leave(struct lock *l, struct nodes *ns, size_t i, int intr_fd)
 
 	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
 	call_init(&call, &script_leave, 3, 4, args);
-	call_send(ns, i, &call, clock_now() + time_min(l->io_timeout, NS_PER_S), intr_fd, true);
+	call_send(ns, i, &call, due, intr_fd, true);
 }
 
 /* Gives back what a failed attempt may have taken, without waiting for the answers. */
@@ -703,7 +705,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			 * and leave its wake-up and our place behind. */
 			for (size_t i = 0; i < n; i++)
 				if (rd->waiting[i] && rd->in_line)
-					send_leave(l, ns, i, -1);
+					send_leave(l, ns, i, LEAVE_DUE(l), -1);
 			nodes_forget(ns);
 			for (size_t i = 0; i < n; i++)
 				if (rd->granted[i])
@@ -845,7 +847,7 @@ leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
 
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			send_leave(l, ns, i, -1);
+			send_leave(l, ns, i, LEAVE_DUE(l), -1);
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK)
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
@@ -856,7 +858,7 @@ leave_line(struct lock *l, struct nodes *ns, const struct round *rd)
  * attempt() then only reads its answer. It stays in line if KEY is still held, as it runs
  * before the wait ends (or as it does): lock_acquire leaves the line when the wait is over. */
 static void
-pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int intr_fd)
+pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int64_t due, int intr_fd)
 {
 	char acquire[48];
 	struct call call;
@@ -864,8 +866,21 @@ pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int in
 	acquire_call(l, true, q->in_line, acquire, &call);
 	q->pipelined = true;
 	q->pipelined_at = clock_now();
-	/* Due only once the BLPOP has returned: attempt() says by when (nodes_due). */
-	call_send(ns, 0, &call, TIME_NEVER, intr_fd, false);
+	/* Due with the BLPOP, until it has returned: then attempt() says by when (nodes_due). */
+	call_send(ns, 0, &call, due, intr_fd, false);
+}
+
+/* Replaces our token with a new one, which what went out with the old one cannot touch: -1
+ * (l->error says why) if none can be drawn. */
+static int
+retire_token(struct lock *l)
+{
+	char buf[128];
+
+	if (make_token(l->value, sizeof(l->value)) == 0)
+		return 0;
+	set_error(l, "cannot draw a new token: %s", msg_strerror(errno, buf, sizeof(buf)));
+	return -1;
 }
 
 /*
@@ -885,7 +900,7 @@ abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
 
 	release_call(l, "0", &call);
 	call_send(ns, 0, &call, TIME_NEVER, -1, true);
-	send_leave(l, ns, 0, -1);
+	send_leave(l, ns, 0, LEAVE_DUE(l), -1);
 	q->pipelined = false;
 }
 
@@ -908,7 +923,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	  int intr_fd)
 {
 	int64_t now = clock_now(), free_at = nodes_free_at(ns, rd->held_until, rd->held);
-	int64_t block, end;
+	int64_t block, end, due;
 	char seconds[32];
 	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
 	const char *argv[3] = { "BLPOP", list, seconds };
@@ -943,12 +958,12 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	else
 		snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
 	lens[2] = strlen(seconds);
+	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
-			nodes_send(ns, i, &blpop, pipeline ? time_add(end, l->io_timeout) : TIME_NEVER,
-				   intr_fd);
+			nodes_send(ns, i, &blpop, due, intr_fd);
 	if (pipeline)
-		pipeline_attempt(l, ns, q, intr_fd);
+		pipeline_attempt(l, ns, q, due, intr_fd);
 	for (;;) {
 		res = nodes_next(ns,
 				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
@@ -962,12 +977,16 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			continue;
 		}
 		if (res == CONN_INTERRUPTED) {
-			if (q->pipelined)
+			bool abandoned = q->pipelined;
+			if (abandoned)
 				abandon_pipelined(l, ns, q);
 			nodes_cancel(ns);
 			/* (What the pipelined attempt would have left runs only if the BLPOP
-			 * returned; the place taken before it is left now.) */
+			 * returned; the place taken before it is left now. A caller that asks
+			 * again after a signal it ignores does so with a new token.) */
 			leave_line(l, ns, rd);
+			if (abandoned && retire_token(l) < 0)
+				return LOCK_UNAVAILABLE;
 			return LOCK_INTERRUPTED;
 		}
 		if (res != CONN_OK)
@@ -1009,13 +1028,10 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	 * BLPOP still blocked: the place in line goes now, before its token does, ahead of the
 	 * next attempt on the new connection (its answer is not waited for). */
 	if (retire) {
-		send_leave(l, ns, 0, -1);
+		send_leave(l, ns, 0, clock_now() + l->io_timeout, -1);
 		nodes_forget(ns);
-	}
-	if (retire && make_token(l->value, sizeof(l->value)) < 0) {
-		char buf[128];
-		set_error(l, "cannot draw a new token: %s", msg_strerror(errno, buf, sizeof(buf)));
-		return LOCK_UNAVAILABLE;
+		if (retire_token(l) < 0)
+			return LOCK_UNAVAILABLE;
 	}
 	/* Refused everywhere it asked: no point asking again. */
 	return refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;

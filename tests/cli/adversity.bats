@@ -276,12 +276,13 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 @test "a frozen waiter takes nothing as a dead holder's lease runs out: only a release runs its queued attempt" {
 	redis_start a
 	local url="unix://$(redis_sock a)"
-	REDLOCK_URL=$url "$RR" -t 1s job -- sleep 30 &
+	REDLOCK_URL=$url "$RR" -t 2s job -- sleep 30 &
 	local holder=$!
 	wait_until 5 held_on a job
 	kill -KILL "$holder"
-	# The waiter finds the lock held for the rest of the dead holder's lease.
-	REDLOCK_URL=$url "$RR" -t 1s job -- touch "$dir/waiter-ran" &
+	# The waiter finds the lock held for the rest of the dead holder's lease (long enough
+	# to stop the waiter in, on a busy machine).
+	REDLOCK_URL=$url "$RR" -t 2s job -- touch "$dir/waiter-ran" &
 	waiter=$! # teardown lets it go if the test fails
 	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
 	wait_until 5 blocked
@@ -334,11 +335,11 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 @test "a waiter's late release from an abandoned connection cannot delete the lock it took since" {
 	redis_start a
 	relay_start a
-	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 1s job -c "touch $dir/a-in
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 2s job -c "touch $dir/a-in
 		while [ ! -e $dir/a-go ]; do sleep 0.01; done" &
 	local a=$!
 	wait_until 5 test -e "$dir/a-in"
-	"$RR" -t 1s -r "unix://$(relay_sock a)" job -c "echo \$REDLOCK_TOKEN > $dir/b-token
+	"$RR" -t 2s -r "unix://$(relay_sock a)" job -c "echo \$REDLOCK_TOKEN > $dir/b-token
 		touch $dir/b-in; while [ ! -e $dir/b-go ]; do sleep 0.01; done" &
 	local b=$!
 	blocked() { (($(rcli_on a client list | grep -c 'cmd=blpop') >= $1)); }
