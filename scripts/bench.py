@@ -230,7 +230,7 @@ PROFILE_CALLS = "execve,clone,vfork,connect,sendto,recvfrom,flock,wait4,exit_gro
 PHASES = {
     "redlock-run": [
         ("start-up: loading, linking, options, token", "execve", "connect"),
-        ("connect and the acquire's round trip (the guard forks meanwhile)", "connect",
+        ("connect and the acquire's round trip (the guard starts meanwhile)", "connect",
          "acquire reply"),
         ("starting the command (vfork to its execve)", "acquire reply", "command execve"),
         ("the command itself", "command execve", "command exit"),
@@ -318,7 +318,7 @@ def print_profile(bench, runs):
     flock, red = phases["flock"], phases["redlock-run"]
     rows = [("start-up: loading, linking, options", flock[PHASES["flock"][0][0]],
              red[PHASES["redlock-run"][0][0]]),
-            ("taking the lock (redlock-run: connect, the guard's fork, a round trip)", 0.0,
+            ("taking the lock (redlock-run: connect, the guard's start, a round trip)", 0.0,
              red[PHASES["redlock-run"][1][0]]),
             ("starting the command", flock[PHASES["flock"][2][0]],
              red[PHASES["redlock-run"][2][0]]),

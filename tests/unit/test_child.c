@@ -1,7 +1,14 @@
-/* child: wait statuses mapped as a shell maps them, the command's environment, and a real
- * spawn whose exec fails. */
+/* child: wait statuses mapped as a shell maps them, the command's environment, a real
+ * spawn whose exec fails, and the guard, shared-memory and forked. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +32,93 @@ status_of(int how)
 	return status;
 }
 
+/* From now on, close_range(2) fails here as on a kernel before 5.9 (ENOSYS). */
+static void
+without_close_range(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(filter) / sizeof(filter[0]), filter };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+		_exit(99);
+}
+
+/* Whether fd reaches end-of-file within 5s. */
+static int
+eof_soon(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	char c;
+
+	return poll(&p, 1, 5000) == 1 && read(fd, &c, 1) == 0;
+}
+
+/*
+ * The guard of a process that goes as it readies one (closing_range: with close_range(2),
+ * the guard shares its memory; without, it is forked): it keeps none of that process's
+ * descriptors open, and when that process dies with a command running, the command's group
+ * dies with it. We are the subreaper that its orphans come to.
+ */
+static void
+check_guard(int closing_range)
+{
+	int held[2], report[2], status;
+	pid_t p, pgid = 0;
+
+	CHECK_INT(pipe(held), 0);
+	CHECK_INT(pipe(report), 0);
+	if ((p = fork()) == 0) {
+		struct signals s;
+		struct child ch;
+		if (!closing_range)
+			without_close_range();
+		close(held[0]);
+		close(report[0]);
+		signals_init(&s);
+		child_init(&ch);
+		if (child_prepare(&ch) < 0)
+			_exit(98);
+		close(held[1]); /* now only the guard could hold it */
+		/* (The shell dies with us by itself, PR_SET_PDEATHSIG; the sleep only if the
+		 * guard kills the group.) */
+		if (child_spawn(&ch, (char *[]){ "sh", "-c", "sleep 30 & wait", NULL },
+				(char *[]){ "PATH=/usr/bin:/bin", NULL }, &s) < 0 ||
+		    write(report[1], &ch.pgid, sizeof(ch.pgid)) != (ssize_t)sizeof(ch.pgid))
+			_exit(97);
+		raise(SIGKILL);
+	}
+	close(held[1]);
+	close(report[1]);
+	CHECK(eof_soon(held[0]));
+	CHECK_INT(read(report[0], &pgid, sizeof(pgid)), sizeof(pgid));
+	CHECK_INT(waitpid(p, &status, 0), p);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* The command's group, orphans now and ours to reap, is killed, not left to sleep; and
+	 * the guard, which came to us too, is gone once it has done so. */
+	for (int waited = 0; waited < 500 && (waitpid(-1, NULL, WNOHANG) >= 0 || kill(-pgid, 0) == 0);
+	     waited++)
+		usleep(10000);
+	CHECK(pgid > 0 && kill(-pgid, 0) < 0 && errno == ESRCH);
+	CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);
+	close(held[0]);
+	close(report[0]);
+}
+
 int
 main(void)
 {
 	int sig;
+
+	/* First, while nothing has asked whether close_range works: a fork keeps the answer. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	check_guard(1);
+	check_guard(0);
 
 	CHECK_INT(child_exit_status(status_of(0), &sig), 0);
 	CHECK_INT(sig, 0);
@@ -64,6 +154,7 @@ main(void)
 	struct signals s;
 	struct child ch;
 	int status;
+	pid_t guard;
 	CHECK_INT(signals_init(&s), 0);
 	child_init(&ch);
 	CHECK_INT(child_prepare(&ch), 0);
@@ -92,16 +183,17 @@ main(void)
 	waitpid(ch.pid, &status, 0);
 	CHECK_INT(child_exit_status(status, &sig), 3);
 	child_finish(&ch, 0);
+	guard = ch.guard;
 	child_free(&ch);
-	CHECK_INT(kill(-ch.pgid, 0), -1);                /* the group is empty */
-	CHECK_INT(waitpid(ch.guard, NULL, WNOHANG), -1); /* and the guard reaped */
+	CHECK_INT(kill(-ch.pgid, 0), -1);             /* the group is empty */
+	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* and the guard reaped */
 
 	/* A guard readied for a command that never starts goes away when told; and without
 	 * a guard, no command starts. */
 	child_init(&ch);
 	CHECK_INT(child_prepare(&ch), 0);
 	CHECK_INT(child_prepare(&ch), 0); /* the second time does nothing */
-	pid_t guard = ch.guard;
+	guard = ch.guard;
 	child_free(&ch);
 	CHECK(ch.guard == 0);
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1);
