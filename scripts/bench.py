@@ -229,9 +229,8 @@ class Bench:
 PROFILE_CALLS = "execve,clone,vfork,connect,sendto,recvfrom,flock,wait4,exit_group"
 PHASES = {
     "redlock-run": [
-        ("start-up: loading, linking, options, token", "execve", "connect"),
-        ("connect and the acquire's round trip (the guard starts meanwhile)", "connect",
-         "acquire reply"),
+        ("start-up: loading, linking, options, the guard's fork, token", "execve", "connect"),
+        ("connect and the acquire's round trip", "connect", "acquire reply"),
         ("starting the command (vfork to its execve)", "acquire reply", "command execve"),
         ("the command itself", "command execve", "command exit"),
         ("from the command's exit to the release's reply", "command exit", "release reply"),
@@ -316,9 +315,9 @@ def print_profile(bench, runs):
     print("| phase | flock(1) | redlock-run |")
     print("|---|---:|---:|")
     flock, red = phases["flock"], phases["redlock-run"]
-    rows = [("start-up: loading, linking, options", flock[PHASES["flock"][0][0]],
-             red[PHASES["redlock-run"][0][0]]),
-            ("taking the lock (redlock-run: connect, the guard's start, a round trip)", 0.0,
+    rows = [("start-up: loading, linking, options (redlock-run: and the guard's fork)",
+             flock[PHASES["flock"][0][0]], red[PHASES["redlock-run"][0][0]]),
+            ("taking the lock (redlock-run: connect, a round trip)", 0.0,
              red[PHASES["redlock-run"][1][0]]),
             ("starting the command", flock[PHASES["flock"][2][0]],
              red[PHASES["redlock-run"][2][0]]),

@@ -2,14 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -31,47 +27,51 @@ foreground_tty(void)
 	return fd;
 }
 
+static void
+close_all_but(int keep)
+{
+	if ((keep == 0 || close_range(0, (unsigned)keep - 1, 0) == 0) &&
+	    close_range((unsigned)keep + 1, ~0U, 0) == 0)
+		return;
+	for (int fd = 0; fd < 1024; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
 /*
  * The guard: a tiny process beside the command's group. Its pipe brings the group's id, then
  * a byte that means "stand down"; end-of-file means redlock-run is gone, however it went,
- * and the group dies with it.
- *
- * It shares our memory (clone with CLONE_VM, but its own files and signal mask), on a stack
- * of its own: no page tables to copy as it starts, none to tear down as it ends, and no page
- * of ours copied as we write to it, which in a fork came to a tenth of an uncontended run.
- * So it touches nothing of ours but its stack and makes only raw system calls, none of which
- * can fail while we live (the C library would set errno, which is our main thread's): that
- * is why it blocks the signals that a fork would have set to be ignored, and why it is
- * started only where close_range(2) works (else it is forked, see child_prepare).
+ * and the group dies with it. Only async-signal-safe calls: this is a fork of a process
+ * that may have threads.
  */
-static char guard_stack[16 * 1024] __attribute__((aligned(64)));
-
-__attribute__((no_sanitize_address)) static int
-run_guard(void *arg)
+static _Noreturn void
+run_guard(int fd)
 {
-	const int fd = (int)(intptr_t)arg;
-	sigset_t all;
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
+	sigset_t none;
 	pid_t pgid;
 	char byte;
+	ssize_t n;
 
-	/* No signal may take the guard away early: not one meant for redlock-run's own group,
-	 * not one a user sends it by mistake. Blocked, none ever arrives (the C library's
-	 * own signals included, which sigfillset leaves out). */
-	memset(&all, 0xff, sizeof(all));
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, (NSIG - 1) / 8);
-	/* Our connections, and whatever pipe the caller reads our output from, must not stay
-	 * open here. */
-	if ((fd > 0 && syscall(SYS_close_range, 0, fd - 1, 0) < 0) ||
-	    syscall(SYS_close_range, fd + 1, ~0U, 0) < 0)
-		for (int other = 0; other < 1024; other++) /* forked: no errno of ours here */
-			if (other != fd)
-				syscall(SYS_close, other);
-	if (syscall(SYS_read, fd, &pgid, sizeof(pgid)) != (long)sizeof(pgid))
-		syscall(SYS_exit_group, 0); /* no command was started */
-	if (syscall(SYS_read, fd, &byte, 1) <= 0)
-		syscall(SYS_kill, -pgid, SIGKILL);
-	syscall(SYS_exit_group, 0);
-	return 0;
+	/* No signal may take the guard away early: not one meant for redlock-run's own
+	 * group, not one a user sends it by mistake. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &ignore, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	close_all_but(fd);
+	do
+		n = read(fd, &pgid, sizeof(pgid));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(pgid))
+		_exit(0); /* no command was started */
+	do
+		n = read(fd, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		kill(-pgid, SIGKILL);
+	_exit(0);
 }
 
 /*
@@ -95,18 +95,6 @@ run_command(char *const argv[], char *const envp[], const struct signals *sig, i
 	_exit(errno == ENOENT ? STATUS_NOT_FOUND : STATUS_CANNOT_EXEC);
 }
 
-/* Whether close_range(2) works here (Linux 5.9 and later): closing a descriptor that cannot
- * be open costs nothing else. */
-static bool
-close_range_works(void)
-{
-	static int works = -1;
-
-	if (works < 0)
-		works = syscall(SYS_close_range, ~0U, ~0U, 0) == 0;
-	return works;
-}
-
 void
 child_init(struct child *ch)
 {
@@ -125,11 +113,9 @@ child_prepare(struct child *ch)
 		ch->guard_error = errno;
 		return -1;
 	}
-	if (close_range_works())
-		ch->guard = clone(run_guard, guard_stack + sizeof(guard_stack), CLONE_VM | SIGCHLD,
-				  (void *)(intptr_t)fds[0]);
-	else if ((ch->guard = fork()) == 0)
-		run_guard((void *)(intptr_t)fds[0]);
+	ch->guard = fork();
+	if (ch->guard == 0)
+		run_guard(fds[0]);
 	ch->guard_error = errno;
 	close(fds[0]);
 	if (ch->guard < 0) {

@@ -26,11 +26,10 @@ struct child {
 void child_init(struct child *ch);
 
 /*
- * Starts the guard, while the lock is being taken (lock_acquire's meanwhile): its fork then
- * overlaps with the first round trip, and a waiter pays for it while it waits, not between
- * the release it is woken by and its command's start. Does nothing the second time. 0, or
- * -1 with errno set (child_spawn then fails the same way). child_free sends the guard away
- * if no command is started.
+ * Starts the guard, before the lock is taken (and while redlock-run is small, which makes the
+ * fork cheap): a waiter does not pay for it between the release it is woken by and its
+ * command's start. Does nothing the second time. 0, or -1 with errno set (child_spawn then
+ * fails the same way). child_free sends the guard away if no command is started.
  */
 int child_prepare(struct child *ch);
 

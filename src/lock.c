@@ -635,15 +635,13 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 }
 
 /*
- * One attempt: the acquire request to every node at once (calling *meanwhile, once, as soon as
- * it is on its way), decided as soon as a quorum granted it or can no longer grant it. Taken, it
- * holds on the quorum until the quorum-th latest of the granting nodes' lease ends, and counts
- * only while two thirds of that are ahead (lock_grant_in_time). Not taken, whatever was taken
- * is given back.
+ * One attempt: the acquire request to every node at once, decided as soon as a quorum granted it
+ * or can no longer grant it. Taken, it holds on the quorum until the quorum-th latest of the
+ * granting nodes' lease ends, and counts only while two thirds of that are ahead
+ * (lock_grant_in_time). Not taken, whatever was taken is given back.
  */
 static enum attempt_outcome
-attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd,
-	void (**meanwhile)(void *), void *arg)
+attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
 {
 	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
 	char acquire[48], took[32], lease[32];
@@ -669,10 +667,6 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	else
 		call_send_all(ns, &call, deadline, intr_fd);
 	q->pipelined = false;
-	if (*meanwhile) {
-		(*meanwhile)(arg);
-		*meanwhile = NULL;
-	}
 	while (nodes_verdict(ns, rd->yes, rd->held + rd->refused + rd->failed) == VERDICT_OPEN) {
 		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
 		if (res == CONN_INTERRUPTED) {
@@ -1038,8 +1032,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 }
 
 enum lock_result
-lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (*meanwhile)(void *),
-	     void *arg)
+lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 {
 	struct acquisition q = {
 		.wait = wait,
@@ -1056,7 +1049,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd, void (
 	q.io_cap = wait > 0 ? time_add(q.wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
 	while (out == LOCK_ACQUIRED) {
 		struct round rd;
-		enum attempt_outcome a = attempt(l, ns, &q, &rd, intr_fd, &meanwhile, arg);
+		enum attempt_outcome a = attempt(l, ns, &q, &rd, intr_fd);
 
 		if (a == ATTEMPT_INTERRUPTED) {
 			if (q.unsure_since >= 0) {

@@ -96,11 +96,9 @@ enum lock_result {
  *
  * A request whose reply is lost is sent again with the same token, which settles it, never
  * abandons it. While waiting, servers that stop answering are tried again until the wait ends
- * (see give_up_point in lock.c). meanwhile (may be NULL) is called once, as soon as the first
- * requests are on their way: work that then overlaps with the round trip.
+ * (see give_up_point in lock.c).
  */
-enum lock_result lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd,
-			      void (*meanwhile)(void *), void *arg);
+enum lock_result lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd);
 
 enum lock_renewal {
 	LOCK_RENEWED,

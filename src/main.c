@@ -32,14 +32,6 @@ fatal_errno(int status, const char *what)
 	msg_fatal(status, "%s: %s", what, msg_strerror(errno, buf, sizeof(buf)));
 }
 
-/* lock_acquire's meanwhile: the guard's fork overlaps with the first round trip. A failure
- * is child_spawn's to report. */
-static void
-prepare_guard(void *ch)
-{
-	child_prepare(ch);
-}
-
 /* With -v: which nodes granted the lock, and how much of its validity is left. */
 static void
 tell_quorum(const struct lock *l, const struct nodes *ns)
@@ -72,7 +64,7 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 		int64_t wait = o->wait;
 		if (wait > 0)
 			wait = time_max(0, time_add(start, o->wait) - clock_now());
-		switch (lock_acquire(l, ns, wait, sig->stop_fd, prepare_guard, ch)) {
+		switch (lock_acquire(l, ns, wait, sig->stop_fd)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;
 			msg_info("acquired %s after %s, fence %lld", l->key,
@@ -236,6 +228,11 @@ main(int argc, char *argv[])
 	}
 	if (signals_init(&sig) < 0)
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");
+	/* The guard is forked now, while we are small: later, with the connection and its
+	 * buffers, the fork took twice as long, and so did every page we wrote after it. A
+	 * failure is child_spawn's to report. */
+	child_init(&child);
+	child_prepare(&child);
 	if (lock_init(&lock, o.key, o.ttl) < 0)
 		fatal_errno(STATUS_OSERR, "cannot make a lock token");
 	if (!(nodes = nodes_new(o.urls, o.nurls)))
@@ -249,7 +246,6 @@ main(int argc, char *argv[])
 		nodes_replicas(nodes, o.replicas, (long long)(o.replicas_timeout / NS_PER_MS));
 	}
 
-	child_init(&child);
 	acquire(&lock, nodes, &o, &sig, &child);
 
 	env = command_environment(&lock, vars);

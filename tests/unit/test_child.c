@@ -1,14 +1,11 @@
 /* child: wait statuses mapped as a shell maps them, the command's environment, a real
- * spawn whose exec fails, and the guard, shared-memory and forked. */
+ * spawn whose exec fails, and the guard. */
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,23 +29,6 @@ status_of(int how)
 	return status;
 }
 
-/* From now on, close_range(2) fails here as on a kernel before 5.9 (ENOSYS). */
-static void
-without_close_range(void)
-{
-	struct sock_filter filter[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { sizeof(filter) / sizeof(filter[0]), filter };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-		_exit(99);
-}
-
 /* Whether fd reaches end-of-file within 5s. */
 static int
 eof_soon(int fd)
@@ -60,13 +40,12 @@ eof_soon(int fd)
 }
 
 /*
- * The guard of a process that goes as it readies one (closing_range: with close_range(2),
- * the guard shares its memory; without, it is forked): it keeps none of that process's
- * descriptors open, and when that process dies with a command running, the command's group
- * dies with it. We are the subreaper that its orphans come to.
+ * The guard of a process that dies with a command running: it kept none of that process's
+ * descriptors open, and the command's group dies with it, down to a background sleep that no
+ * parent-death signal reaches. We are the subreaper that its orphans come to.
  */
 static void
-check_guard(int closing_range)
+check_guard(void)
 {
 	int held[2], report[2], status;
 	pid_t p, pgid = 0;
@@ -76,21 +55,23 @@ check_guard(int closing_range)
 	if ((p = fork()) == 0) {
 		struct signals s;
 		struct child ch;
-		if (!closing_range)
-			without_close_range();
+		int started[2];
+		char script[64], c;
 		close(held[0]);
 		close(report[0]);
 		signals_init(&s);
 		child_init(&ch);
-		if (child_prepare(&ch) < 0)
+		if (child_prepare(&ch) < 0 || pipe(started) < 0)
 			_exit(98);
 		close(held[1]); /* now only the guard could hold it */
-		/* (The shell dies with us by itself, PR_SET_PDEATHSIG; the sleep only if the
-		 * guard kills the group.) */
-		if (child_spawn(&ch, (char *[]){ "sh", "-c", "sleep 30 & wait", NULL },
-				(char *[]){ "PATH=/usr/bin:/bin", NULL }, &s) < 0 ||
-		    write(report[1], &ch.pgid, sizeof(ch.pgid)) != (ssize_t)sizeof(ch.pgid))
+		snprintf(script, sizeof(script), "sleep 30 & echo >&%d; wait", started[1]);
+		if (child_spawn(&ch, (char *[]){ "sh", "-c", script, NULL },
+				(char *[]){ "PATH=/usr/bin:/bin", NULL }, &s) < 0)
 			_exit(97);
+		close(started[1]);
+		if (read(started[0], &c, 1) != 1 || /* the sleep runs */
+		    write(report[1], &ch.pgid, sizeof(ch.pgid)) != (ssize_t)sizeof(ch.pgid))
+			_exit(96);
 		raise(SIGKILL);
 	}
 	close(held[1]);
@@ -115,10 +96,8 @@ main(void)
 {
 	int sig;
 
-	/* First, while nothing has asked whether close_range works: a fork keeps the answer. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	check_guard(1);
-	check_guard(0);
+	check_guard();
 
 	CHECK_INT(child_exit_status(status_of(0), &sig), 0);
 	CHECK_INT(sig, 0);

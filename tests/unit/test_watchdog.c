@@ -44,7 +44,7 @@ main(void)
 	c = nodes_new(&url, 1);
 	admin = conn_new(&url);
 	CHECK_INT(lock_init(&l, "job", 600 * NS_PER_MS), 0);
-	CHECK_INT(lock_acquire(&l, c, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_acquire(&l, c, 0, -1), LOCK_ACQUIRED);
 
 	/* No thread before the first renewal is due. */
 	w = watchdog_new(&l, c);
@@ -74,7 +74,7 @@ main(void)
 
 	/* A frozen server: failures are reported, and stopping does not wait for the
 	 * renewal stuck in flight. */
-	CHECK_INT(lock_acquire(&l, c, 0, -1, NULL, NULL), LOCK_ACQUIRED);
+	CHECK_INT(lock_acquire(&l, c, 0, -1), LOCK_ACQUIRED);
 	w = watchdog_new(&l, c);
 	CHECK_INT(watchdog_start(w), 0);
 	CHECK_INT(next_event(w, &ev, clock_now() + NS_PER_S), WATCHDOG_RENEWED);
