@@ -528,6 +528,27 @@ settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 }
 
 /*
+ * The fence l->fence, once a quorum holds it, goes to every other node that answered or is
+ * still to (behind its request there), its answer not waited for: a node that granted late,
+ * or lower, or found KEY held, would otherwise keep a lower counter, and with it a quorum
+ * that a node restarted empty joins later could count from below this fence.
+ */
+static void
+raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	char fence[24];
+	const char *args[2] = { l->fence_key, fence };
+	struct call call;
+
+	snprintf(fence, sizeof(fence), "%lld", l->fence);
+	call_init(&call, &script_fence, 1, 2, args);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (!(rd->granted[i] && rd->fence[i] == l->fence) &&
+		    (rd->granted[i] || rd->waiting[i] || nodes_outstanding(ns, i)))
+			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
+}
+
+/*
  * The fence of this acquisition: the highest counter among the nodes that granted it, written
  * back to each of them that had a lower one (raised, never lowered). It counts once a quorum
  * holds it at least that high: any later quorum shares a node with this one, and counts past
@@ -700,6 +721,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			for (size_t i = 0; i < n; i++)
 				if (rd->waiting[i] && rd->in_line)
 					send_leave(l, ns, i, LEAVE_DUE(l), -1);
+			raise_the_rest(l, ns, rd);
 			nodes_forget(ns);
 			for (size_t i = 0; i < n; i++)
 				if (rd->granted[i])

@@ -260,3 +260,26 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	kill "$holder"
 	wait "$holder" || true
 }
+
+@test "a node whose grant came too late to count is raised to the fence all the same" {
+	fence() { "$RR" job -c "echo \$REDLOCK_FENCE >> $dir/fences"; }
+	fence
+	fence
+	# q3 loses its data, then grants the next acquisition only after q1 and q2 decided it.
+	redis_restart_empty q3
+	node_freeze 3
+	fence
+	node_thaw 3
+	# (What was sent there runs as q3 goes on. Unraised, q3 may not even have counted the
+	# grant: the fence's assertion below is the test.)
+	counted() { [[ -n $(rcli_on q3 get '{job}:fence') ]]; }
+	wait_until 2 counted 2>/dev/null || true
+	# Now q1 is away and q2 loses its data: q3 is the quorum's memory of the fence.
+	node_freeze 1
+	redis_restart_empty q2
+	fence
+	node_thaw 1
+	run awk 'NR > 1 && $1 <= last { print "not growing at line " NR ": " last " then " $1 }
+		{ last = $1 } END { print NR " fences" }' "$dir/fences"
+	assert_output "4 fences"
+}
