@@ -449,6 +449,17 @@ set_unsure_error(struct lock *l, const char *why)
 		  (long long)(l->ttl / NS_PER_MS));
 }
 
+/* A request to node i, sent at `sent`, may have landed unanswered: the earliest such counts. */
+static void
+unsure_mark(struct acquisition *q, size_t i, int64_t sent)
+{
+	if (q->unsure_at[i] >= 0)
+		return;
+	q->unsure_at[i] = sent;
+	if (q->unsure_since < 0 || sent < q->unsure_since)
+		q->unsure_since = sent;
+}
+
 static void
 unsure_clear(struct acquisition *q, size_t i)
 {
@@ -527,6 +538,16 @@ settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 	}
 }
 
+/* The fence script's call, raising KEY's fence counter to `fence` (a string that must outlive
+ * the call) where it is lower. */
+static void
+fence_call(struct lock *l, const char *fence, struct call *call)
+{
+	const char *args[2] = { l->fence_key, fence };
+
+	call_init(call, &script_fence, 1, 2, args);
+}
+
 /*
  * The fence l->fence, once a quorum holds it, goes to every other node that answered or is
  * still to (behind its request there), its answer not waited for: a node that granted late,
@@ -537,11 +558,10 @@ static void
 raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
 {
 	char fence[24];
-	const char *args[2] = { l->fence_key, fence };
 	struct call call;
 
 	snprintf(fence, sizeof(fence), "%lld", l->fence);
-	call_init(&call, &script_fence, 1, 2, args);
+	fence_call(l, fence, &call);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (!(rd->granted[i] && rd->fence[i] == l->fence) &&
 		    (rd->granted[i] || rd->waiting[i] || nodes_outstanding(ns, i)))
@@ -560,7 +580,6 @@ settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadlin
 	long long top = -1;
 	size_t acked = 0, no = nodes_count(ns) - rd->yes;
 	char fence[24];
-	const char *args[2] = { l->fence_key, fence };
 	struct call call;
 	struct answer a;
 	enum conn_result res;
@@ -576,10 +595,12 @@ settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadlin
 	/* The answers still to come to the acquire are not waited for: a quorum has it. */
 	nodes_forget(ns);
 	snprintf(fence, sizeof(fence), "%lld", top);
-	call_init(&call, &script_fence, 1, 2, args);
+	fence_call(l, fence, &call);
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		if (rd->granted[i] && rd->fence[i] < top)
+		if (rd->granted[i] && rd->fence[i] < top) {
 			call_send(ns, i, &call, deadline, intr_fd, false);
+			rd->fence[i] = top; /* on its way: raise_the_rest leaves it */
+		}
 	while (nodes_verdict(ns, acked, no) == VERDICT_OPEN &&
 	       (res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a)) == CONN_OK) {
 		char why[400];
@@ -612,11 +633,8 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	size_t i = a->node;
 
 	if (a->result != CONN_OK) {
-		if (a->maybe_landed && q->unsure_at[i] < 0) {
-			q->unsure_at[i] = nodes_sent(ns, i);
-			if (q->unsure_since < 0 || q->unsure_at[i] < q->unsure_since)
-				q->unsure_since = q->unsure_at[i];
-		}
+		if (a->maybe_landed)
+			unsure_mark(q, i, nodes_sent(ns, i));
 		failures_add(&rd->why, nodes_error(ns, i));
 		if (a->result == CONN_REFUSED)
 			rd->refused++;
@@ -1034,9 +1052,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			/* The connection broke with it queued: it may have run. The next attempt,
 			 * with the same token, settles that. */
 			q->pipelined = false;
-			q->unsure_at[0] = q->pipelined_at;
-			if (q->unsure_since < 0 || q->pipelined_at < q->unsure_since)
-				q->unsure_since = q->pipelined_at;
+			unsure_mark(q, 0, q->pipelined_at);
 		}
 	}
 	nodes_cancel(ns);

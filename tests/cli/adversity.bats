@@ -34,6 +34,9 @@ frozen() { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == T ]]; }
 # registered NAME KEY: a waiter for KEY is registered on server NAME.
 registered() { (($(rcli_on "$1" zcard "{$2}:waiting") > 0)); }
 
+# blocked N: at least N clients of server a are blocked in BLPOP.
+blocked() { (($(rcli_on a client list | grep -c 'cmd=blpop') >= $1)); }
+
 # holds NAME KEY: a holder of KEY on server NAME for 30s, started in the background ($holder),
 # once its lock is taken.
 holds() {
@@ -261,8 +264,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	# B waits through the relay, which holds every reply 300ms.
 	"$RR" -r "unix://$(relay_sock a)" job -c "date +%s%6N > $dir/b-start" &
 	local b=$!
-	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
-	wait_until 5 blocked
+	wait_until 5 blocked 1
 	touch "$dir/go"
 	wait "$a"
 	wait "$b"
@@ -284,8 +286,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	# to stop the waiter in, on a busy machine).
 	REDLOCK_URL=$url "$RR" -t 2s job -- touch "$dir/waiter-ran" &
 	waiter=$! # teardown lets it go if the test fails
-	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
-	wait_until 5 blocked
+	wait_until 5 blocked 1
 	kill -STOP "$waiter"
 	# The server runs the waiter's queued attempt only if a release wakes it, never when it
 	# would time the BLPOP out: then the attempt would run at the very moment the lease
@@ -315,8 +316,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	# back, but not the one to the attempt queued behind it.
 	"$RR" -w 2s -r "unix://$(relay_sock a)" job -- touch "$dir/b-ran" 2>"$dir/b-err" &
 	local b=$!
-	blocked() { rcli_on a client list | grep -q 'cmd=blpop'; }
-	wait_until 5 blocked
+	wait_until 5 blocked 1
 	relay_set a one-reply
 	local start=$(now_ms)
 	touch "$dir/go"
@@ -342,7 +342,6 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	"$RR" -t 2s -r "unix://$(relay_sock a)" job -c "echo \$REDLOCK_TOKEN > $dir/b-token
 		touch $dir/b-in; while [ ! -e $dir/b-go ]; do sleep 0.01; done" &
 	local b=$!
-	blocked() { (($(rcli_on a client list | grep -c 'cmd=blpop') >= $1)); }
 	wait_until 5 blocked 1
 	# What B sends on that connection from now on is held, as if lost in transit: the
 	# release and the leave that go out behind its queued attempt when its wait ends on
