@@ -144,19 +144,20 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 		call->lens[i] = strlen(call->argv[i]);
 }
 
-/* The acquire script's call for kind_of(l), its ARGV[2] ("TTL:HANDOFF:N:IN_LINE") in arg,
- * which must outlive the call: the lease in ms, the handoff allowance in ms (0: not
- * waiting), the semaphore's N (1 for a lock), and 1 when an earlier attempt may have put us
- * in line (the grant then takes us out of it), else 0. */
+/* The acquire script's call for kind_of(l), its ARGV[2] ("TTL:HANDOFF:N:IN_LINE:AGE") in arg,
+ * which must outlive the call: the lease in ms, the handoff allowance in ms (0: not waiting),
+ * the semaphore's N (1 for a lock), 1 when an earlier attempt may have put us in line (the
+ * grant then takes us out of it), else 0, and 1 when a grant must say how old the server's data
+ * is (a new acquisition over several nodes, where a young one does not count: see young). */
 static void
-acquire_call(struct lock *l, bool waiting, bool in_line, char arg[48], struct call *call)
+acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48], struct call *call)
 {
 	const char *args[7] = {
 		l->key, l->fence_key, l->wake_key, l->waiting_key, l->shared_wake_key, l->value, arg
 	};
 
-	snprintf(arg, 48, "%lld:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
-		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line);
+	snprintf(arg, 48, "%lld:%d:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
+		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line, age);
 	call_init(call, kind_of(l)->acquire, 5, 7, args);
 }
 
@@ -348,12 +349,14 @@ not_now(const char *error)
 	return false;
 }
 
-/* Reads the acquire script's reply from the server at address into l. */
+/* Reads the acquire script's reply from the server at address into l; a grant's *age, how
+ * long that server has run (s), or -1 when it did not say. */
 static enum acquire_reply
-parse_acquire(struct lock *l, const char *address, const struct reply *r)
+parse_acquire(struct lock *l, const char *address, const struct reply *r, long long *age)
 {
 	const struct reply *e0, *e1;
 
+	*age = -1;
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
 		set_error(l, "%s refused to take %s: %s%s", address, l->key, e,
@@ -374,6 +377,8 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r)
 		l->holders = reply_count(r) > 2 && reply_type(reply_element(r, 2)) == REPLY_INTEGER
 				     ? reply_integer(reply_element(r, 2))
 				     : 1;
+		if (reply_count(r) > 3 && reply_type(reply_element(r, 3)) == REPLY_INTEGER)
+			*age = reply_integer(reply_element(r, 3));
 		return REPLY_ACQUIRED;
 	}
 	l->holder_ttl = ttl_ns(reply_integer(e1));
@@ -404,7 +409,7 @@ struct acquisition {
 	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
 	bool pipelined;
 	int64_t pipelined_at;        /* when it went out */
-	char shown[LOCK_HOLDER_MAX]; /* the holder the last progress line named */
+	char shown[512]; /* the holder (or what else) the last progress line named */
 };
 
 /* What one attempt found, node by node. */
@@ -412,13 +417,19 @@ struct round {
 	int64_t start;  /* when the requests went out */
 	bool in_line;   /* they put us in line where KEY was found held */
 	bool pipelined; /* they went out behind a BLPOP */
-	size_t yes, held, refused, failed;
-	bool granted[NODES_MAX];
+	size_t yes;     /* grants that count */
+	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
+	size_t held, refused, failed;
+	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */
+	bool young_at[NODES_MAX];      /* it is young, and its grant does not count */
 	long long fence[NODES_MAX];    /* each granting node's counter */
-	int64_t until[NODES_MAX];      /* each granting node's lease end, in the order they came */
+	int64_t lease[NODES_MAX];      /* each granting node's lease end */
+	int64_t counts_at[NODES_MAX];  /* a young node: when it will count */
 	bool waiting[NODES_MAX];       /* registered as a waiter there: it was found held */
 	bool unreplicated[NODES_MAX];  /* granted, but too few replicas acknowledged it */
-	int64_t held_until[NODES_MAX]; /* when the holders' leases run out, as they came */
+	int64_t held_until[NODES_MAX]; /* when the holders' leases run out (and when young nodes
+					* count), as they came */
+	char young_why[200];           /* the first young node, for messages */
 	struct failures why;           /* the nodes that failed or refused */
 };
 
@@ -538,14 +549,14 @@ settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 	}
 }
 
-/* The fence script's call, raising KEY's fence counter to `fence` (a string that must outlive
- * the call) where it is lower. */
+/* The fence script's call, raising KEY's fence counter to `fence` where it is lower; both
+ * strings (the lease in ms in ttl) must outlive the call. */
 static void
-fence_call(struct lock *l, const char *fence, struct call *call)
+fence_call(struct lock *l, const char *fence, const char *ttl, struct call *call)
 {
-	const char *args[2] = { l->fence_key, fence };
+	const char *args[3] = { l->fence_key, fence, ttl };
 
-	call_init(call, &script_fence, 1, 2, args);
+	call_init(call, &script_fence, 1, 3, args);
 }
 
 /*
@@ -557,11 +568,12 @@ fence_call(struct lock *l, const char *fence, struct call *call)
 static void
 raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
 {
-	char fence[24];
+	char fence[24], ttl[24];
 	struct call call;
 
 	snprintf(fence, sizeof(fence), "%lld", l->fence);
-	fence_call(l, fence, &call);
+	ttl_ms(l, ttl, sizeof(ttl));
+	fence_call(l, fence, ttl, &call);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (!(rd->granted[i] && rd->fence[i] == l->fence) &&
 		    (rd->granted[i] || rd->waiting[i] || nodes_outstanding(ns, i)))
@@ -569,60 +581,17 @@ raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
 }
 
 /*
- * The fence of this acquisition: the highest counter among the nodes that granted it, written
- * back to each of them that had a lower one (raised, never lowered). It counts once a quorum
- * holds it at least that high: any later quorum shares a node with this one, and counts past
- * it. 0; -1 when too few acknowledged it (l->error says why); -2 when interrupted.
+ * Whether a grant from a server that has run for age seconds (-1: it did not say) is young: over
+ * several nodes, a server whose data is younger than a lease may have lost in a restart a key
+ * that another holder's lease still counts on, and does not count towards a new quorum until it
+ * is older (DESIGN §3b). This assumes that every run on KEY uses a lease no longer than ours, and
+ * that a server starts empty (a server restarted with its data waits all the same).
  */
-static int
-settle_fence(struct lock *l, struct nodes *ns, struct round *rd, int64_t deadline, int intr_fd)
+static bool
+young(const struct lock *l, const struct nodes *ns, long long age)
 {
-	long long top = -1;
-	size_t acked = 0, no = nodes_count(ns) - rd->yes;
-	char fence[24];
-	struct call call;
-	struct answer a;
-	enum conn_result res;
-
-	for (size_t i = 0; i < nodes_count(ns); i++)
-		if (rd->granted[i] && rd->fence[i] > top)
-			top = rd->fence[i];
-	for (size_t i = 0; i < nodes_count(ns); i++)
-		acked += rd->granted[i] && rd->fence[i] == top;
-	l->fence = top;
-	if (nodes_verdict(ns, acked, 0) == VERDICT_YES)
-		return 0;
-	/* The answers still to come to the acquire are not waited for: a quorum has it. */
-	nodes_forget(ns);
-	snprintf(fence, sizeof(fence), "%lld", top);
-	fence_call(l, fence, &call);
-	for (size_t i = 0; i < nodes_count(ns); i++)
-		if (rd->granted[i] && rd->fence[i] < top) {
-			call_send(ns, i, &call, deadline, intr_fd, false);
-			rd->fence[i] = top; /* on its way: raise_the_rest leaves it */
-		}
-	while (nodes_verdict(ns, acked, no) == VERDICT_OPEN &&
-	       (res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a)) == CONN_OK) {
-		char why[400];
-		if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER &&
-		    replicated(l, ns, &a, "the fence", why, sizeof(why))) {
-			acked++;
-		} else {
-			no++;
-			failures_add(&rd->why, a.result != CONN_OK ? nodes_error(ns, a.node)
-					       : reply_type(a.reply) == REPLY_INTEGER
-						       ? why
-						       : "unexpected reply to the fence script");
-		}
-		if (a.result == CONN_OK)
-			reply_free(a.reply);
-	}
-	if (nodes_verdict(ns, acked, no) == VERDICT_YES)
-		return 0;
-	if (res == CONN_INTERRUPTED)
-		return -2;
-	set_error(l, "too few nodes acknowledged fence %lld: %s", top, rd->why.text);
-	return -1;
+	return nodes_count(ns) > 1 && age >= 0 && age <= l->ttl / NS_PER_S &&
+	       age * NS_PER_S < l->ttl;
 }
 
 /* Reads one node's answer to the acquire request into the round. */
@@ -631,6 +600,8 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	     const struct answer *a, int64_t answered)
 {
 	size_t i = a->node;
+	long long age;
+	char ran[32], counts[32];
 
 	if (a->result != CONN_OK) {
 		if (a->maybe_landed)
@@ -645,7 +616,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	/* An answer for our value settles every request before it: the script is
 	 * idempotent. */
 	unsure_clear(q, i);
-	switch (parse_acquire(l, nodes_address(ns, i), a->reply)) {
+	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age)) {
 	case REPLY_ACQUIRED:
 		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
 			rd->unreplicated[i] = true;
@@ -655,7 +626,24 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 		}
 		rd->granted[i] = true;
 		rd->fence[i] = l->fence;
-		rd->until[rd->yes++] = lock_lease_deadline(l, nodes_sent(ns, i));
+		rd->lease[i] = lock_lease_deadline(l, nodes_sent(ns, i));
+		if (young(l, ns, age)) {
+			/* It holds our key, and counts for sure once it is a lease old (its
+			 * uptime is in whole seconds: one more to be sure). */
+			int64_t wait = l->ttl - age * NS_PER_S + NS_PER_S;
+			rd->young_at[i] = true;
+			rd->young++;
+			rd->counts_at[i] = time_add(answered, wait);
+			if (!rd->young_why[0])
+				snprintf(rd->young_why, sizeof(rd->young_why),
+					 "%s restarted %s ago, less than a lease ago: it counts "
+					 "towards a quorum in %s",
+					 nodes_address(ns, i),
+					 duration_format(age * NS_PER_S, ran, sizeof(ran)),
+					 duration_format(wait, counts, sizeof(counts)));
+			break;
+		}
+		rd->yes++;
 		break;
 	case REPLY_HELD:
 		rd->waiting[i] = true;
@@ -671,6 +659,145 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 		rd->refused++;
 		break;
 	}
+}
+
+/*
+ * Whether the attempt is decided: yes once a quorum granted it. A young node's grant counts only
+ * when no other holder can still count on a key it lost. A holder keeps its key on the nodes
+ * that did not restart, which we find held by it, or cannot hear from: young grants count when
+ * those nodes are too few to make a quorum with the young ones; or when every node answered
+ * and none is held by another, so that only a majority restart could have hidden a holder
+ * (which no lease lock survives: see the man page; a new set of servers is young too). No once a
+ * quorum can no longer say yes, or every node has answered.
+ */
+static enum verdict
+verdict(const struct nodes *ns, struct round *rd)
+{
+	size_t n = nodes_count(ns), q = nodes_quorum(ns), pending = 0, foreign;
+
+	for (size_t i = 0; i < n; i++)
+		pending += nodes_outstanding(ns, i);
+	foreign = rd->held + rd->refused + rd->failed + pending;
+	if (rd->yes < q && rd->young && rd->yes + rd->young >= q &&
+	    (foreign == 0 || foreign + rd->young < q)) {
+		for (size_t i = 0; i < n; i++)
+			rd->young_at[i] = false;
+		rd->yes += rd->young;
+		rd->young = 0;
+	}
+	if (rd->yes >= q)
+		return VERDICT_YES;
+	if (rd->held + rd->refused + rd->failed > n - q || !pending)
+		return VERDICT_NO;
+	return VERDICT_OPEN;
+}
+
+/* Until when the counted grants hold on a quorum: the quorum-th latest of their lease ends. */
+static int64_t
+round_valid(const struct nodes *ns, const struct round *rd)
+{
+	int64_t until[NODES_MAX];
+	size_t k = 0;
+
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] && !rd->young_at[i])
+			until[k++] = rd->lease[i];
+	return nodes_quorum_until(ns, until, k);
+}
+
+/*
+ * A quorum granted the lock. Its fence is the highest counter among the granting nodes; each
+ * granting node with a lower one is raised to it (never lowered), and it counts once a quorum
+ * holds it at least that high: any later quorum shares a node with this one, and counts past it.
+ * Meanwhile, and for a moment after (twice what the quorum took, LOCK_LAST_ANSWER at most), the
+ * other nodes' answers to the acquire are read as they come, so that we hold the lock on every
+ * node that gives it: a late grant is kept and raised like the others (a young node's too: it
+ * holds our key, though it did not count); a node found held is raised as the attempt ends
+ * (raise_the_rest). 0; -1 when too few acknowledged the fence (l->error says why); -2 when
+ * interrupted.
+ */
+static int
+settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd,
+       const struct call *acquire, int64_t deadline, int intr_fd)
+{
+	size_t n = nodes_count(ns), acked = 0, no = 0;
+	bool raising[NODES_MAX] = { false };
+	int64_t now = clock_now();
+	int64_t grace = now + time_min(LOCK_LAST_ANSWER, time_max(NS_PER_MS, 2 * (now - rd->start)));
+	long long top = -1;
+	char fence[24], ttl[24];
+	struct call raise;
+	struct answer a;
+	enum conn_result res = CONN_OK;
+
+	for (size_t i = 0; i < n; i++)
+		if (rd->granted[i] && rd->fence[i] > top)
+			top = rd->fence[i];
+	snprintf(fence, sizeof(fence), "%lld", top);
+	ttl_ms(l, ttl, sizeof(ttl));
+	fence_call(l, fence, ttl, &raise);
+	for (size_t i = 0; i < n; i++) {
+		if (rd->granted[i] && rd->fence[i] < top) {
+			/* By its text: NOSCRIPT is then always the acquire's (next_answer). */
+			call_send(ns, i, &raise, deadline, intr_fd, true);
+			raising[i] = true;
+			rd->fence[i] = top; /* on its way: raise_the_rest leaves it */
+		} else if (rd->granted[i]) {
+			acked++;
+		} else if (!nodes_outstanding(ns, i)) {
+			no++;
+		}
+	}
+	for (;;) {
+		enum verdict v = nodes_verdict(ns, acked, no);
+		bool late = false;
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			late = late || (nodes_outstanding(ns, i) && !raising[i]);
+		if (v == VERDICT_NO || (v == VERDICT_YES && !late))
+			break;
+		res = next_answer(ns, acquire, v == VERDICT_OPEN ? TIME_NEVER : grace, deadline,
+				  intr_fd, &a);
+		if (res != CONN_OK)
+			break;
+		i = a.node;
+		if (raising[i]) {
+			char why[400];
+			raising[i] = false;
+			if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER &&
+			    replicated(l, ns, &a, "the fence", why, sizeof(why))) {
+				acked++;
+			} else {
+				no++;
+				failures_add(&rd->why,
+					     a.result != CONN_OK ? nodes_error(ns, i)
+					     : reply_type(a.reply) == REPLY_INTEGER
+						     ? why
+						     : "unexpected reply to the fence script");
+			}
+		} else {
+			count_answer(l, ns, q, rd, &a, clock_now());
+			if (!rd->granted[i]) {
+				no++;
+			} else if (rd->fence[i] < top) {
+				call_send(ns, i, &raise, deadline, intr_fd, true);
+				raising[i] = true;
+				rd->fence[i] = top;
+			} else {
+				acked++;
+			}
+		}
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	l->fence = top;
+	if (nodes_verdict(ns, acked, no) == VERDICT_YES)
+		return 0;
+	if (res == CONN_INTERRUPTED)
+		return -2;
+	set_error(l, "too few nodes acknowledged fence %lld: %s", top, rd->why.text);
+	return -1;
 }
 
 /*
@@ -698,7 +825,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt.) */
 	waiting = q->pipelined || (q->wait != 0 && rd->start < q->wait_deadline);
-	acquire_call(l, waiting, q->in_line, acquire, &call);
+	acquire_call(l, waiting, q->in_line, nodes_count(ns) > 1, acquire, &call);
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
 	if (q->pipelined)
@@ -706,7 +833,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	else
 		call_send_all(ns, &call, deadline, intr_fd);
 	q->pipelined = false;
-	while (nodes_verdict(ns, rd->yes, rd->held + rd->refused + rd->failed) == VERDICT_OPEN) {
+	while (verdict(ns, rd) == VERDICT_OPEN) {
 		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, ns, rd);
@@ -719,9 +846,9 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
 	}
-	if (nodes_verdict(ns, rd->yes, 0) == VERDICT_YES) {
-		valid = nodes_quorum_until(ns, rd->until, rd->yes);
-		fenced = settle_fence(l, ns, rd, deadline, intr_fd);
+	if (verdict(ns, rd) == VERDICT_YES) {
+		valid = round_valid(ns, rd);
+		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
 		if (fenced == -2) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
@@ -740,7 +867,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 				if (rd->waiting[i] && rd->in_line)
 					send_leave(l, ns, i, LEAVE_DUE(l), -1);
 			raise_the_rest(l, ns, rd);
-			nodes_forget(ns);
+			nodes_let_go(ns);
 			for (size_t i = 0; i < n; i++)
 				if (rd->granted[i])
 					nodes_hold(ns, i,
@@ -764,6 +891,17 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	if (rd->refused > none) {
 		set_quorum_error(l, ns, &rd->why);
 		return ATTEMPT_REFUSED;
+	}
+	if (rd->young && rd->yes + rd->young >= nodes_quorum(ns)) {
+		/* Young nodes alone stood in the way: they are waited for as a holder's lease
+		 * is (with -n too, the lock may well be held). */
+		for (size_t i = 0; i < n; i++)
+			if (rd->young_at[i])
+				rd->held_until[rd->held++] = rd->counts_at[i];
+		set_error(l, "%s", rd->young_why);
+		if (rd->young == rd->held)
+			l->holder[0] = '\0'; /* nobody else was seen */
+		return ATTEMPT_HELD;
 	}
 	if (rd->held + rd->refused > none)
 		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
@@ -855,12 +993,18 @@ pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
 	return LOCK_ACQUIRED;
 }
 
-/* The waiting line: who holds the lock, and how much of their lease is left. */
+/* The waiting line: who holds the lock, and how much of their lease is left; or, when no holder
+ * was found (young nodes only), what we wait for (l->error). */
 static void
 show_wait(struct lock *l, struct acquisition *q, int64_t left)
 {
 	char holder[LOCK_HOLDER_MAX], buf[32];
 
+	if (!l->holder[0]) {
+		msg_progress("waiting for %s (%s)", l->key, l->error);
+		snprintf(q->shown, sizeof(q->shown), "%s", l->error);
+		return;
+	}
 	msg_progress("waiting for %s (held by %s, %s left)", l->key,
 		     lock_describe_holder(l->holder, holder, sizeof(holder)),
 		     left >= 0 ? duration_format(left, buf, sizeof(buf)) : "no expiry");
@@ -897,7 +1041,7 @@ pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int64_
 	char acquire[48];
 	struct call call;
 
-	acquire_call(l, true, q->in_line, acquire, &call);
+	acquire_call(l, true, q->in_line, false, acquire, &call);
 	q->pipelined = true;
 	q->pipelined_at = clock_now();
 	/* Due with the BLPOP, until it has returned: then attempt() says by when (nodes_due). */
@@ -967,14 +1111,22 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	struct answer a;
 	enum conn_result res;
 
+	bool blocks = false;
+
 	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
-	if (msg_progress_live() || strcmp(q->shown, l->holder) != 0)
+	if (msg_progress_live() || strcmp(q->shown, l->holder[0] ? l->holder : l->error) != 0)
 		show_wait(l, q, l->holder_ttl);
 	block = time_min(q->wait_deadline - now,
 			 l->holder_ttl >= 0 ? l->holder_ttl : LOCK_HANDOFF / 2);
 	if (block < NS_PER_MS)
 		return LOCK_ACQUIRED; /* about to end anyway: just try again */
 	end = now + block;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		blocks = blocks || rd->waiting[i];
+	if (!blocks) {
+		/* Nobody's release can wake us (young nodes only): their time is waited out. */
+		return clock_sleep_until(end, intr_fd) < 0 ? LOCK_INTERRUPTED : LOCK_ACQUIRED;
+	}
 	/*
 	 * One plain server: the next attempt goes out behind the BLPOP, and runs as a release
 	 * wakes us. Only a release: that BLPOP waits forever (0), and at the end, kept on our
@@ -1137,18 +1289,64 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 	return out;
 }
 
+/* A renewal's or release's answer (see NOT_OURS): 1 when it renewed or released, 0 when KEY was
+ * not ours, -1 when its fence counter was gone as well, -2 for anything else; *up, how long the server has run (s),
+ * or -1 when it did not say. */
+static long long
+released(const struct reply *r, long long *up)
+{
+	*up = -1;
+	if (reply_type(r) == REPLY_INTEGER)
+		return reply_integer(r) == 1 ? 1 : reply_integer(r) == 0 ? 0 : -1;
+	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 2 ||
+	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
+	    reply_type(reply_element(r, 1)) != REPLY_INTEGER)
+		return -2;
+	*up = reply_integer(reply_element(r, 1));
+	return reply_integer(reply_element(r, 0)) == 0 ? 0 : -1;
+}
+
+/*
+ * Whether KEY, found gone (`got` and `up` from released()) on the server at address by a request
+ * sent at `sent`, was lost with the server's data while it was ours: the server restarted after
+ * the lock was taken and before `sent` (its uptime is in whole seconds: it restarted `up` ago or
+ * up to a second before), or, when the request was asked only once, its fence counter is gone
+ * too. If so, l->error says which.
+ */
+static bool
+lost_with_data(struct lock *l, const char *address, long long got, long long up, int64_t sent,
+	       bool asked_again)
+{
+	int64_t restarted = clock_now() - up * NS_PER_S;
+	char ago[32];
+
+	if (got > 0)
+		return false;
+	if (up >= 0 && restarted - NS_PER_S > l->acquired_at && restarted < sent) {
+		set_error(l, "%s lost its data: it restarted %s ago, while the command ran", address,
+			  duration_format(clock_now() - restarted, ago, sizeof(ago)));
+		return true;
+	}
+	if (got == -1 && !asked_again)
+		set_error(l, "%s lost its data: it has neither %s nor its fence counter", address,
+			  l->key);
+	return got == -1 && !asked_again;
+}
+
 /* Reads the renew script's reply from the server at address into l. */
 static enum lock_renewal
 read_renewal(struct lock *l, const char *address, const struct reply *r)
 {
 	size_t len;
 	const char *v;
+	long long got, up;
 
+	if ((got = released(r, &up)) > -2)
+		return got == 1 ? LOCK_RENEWED
+		       : lost_with_data(l, address, got, up, TIME_NEVER, false)
+			       ? LOCK_GONE_WITH_DATA
+			       : LOCK_GONE;
 	switch (reply_type(r)) {
-	case REPLY_INTEGER:
-		return reply_integer(r) == 1   ? LOCK_RENEWED
-		       : reply_integer(r) == 0 ? LOCK_GONE
-					       : LOCK_GONE_WITH_DATA;
 	case REPLY_STRING:
 		v = reply_string(r, &len);
 		snprintf(l->holder, sizeof(l->holder), "%.*s", (int)len, v);
@@ -1159,16 +1357,6 @@ read_renewal(struct lock *l, const char *address, const struct reply *r)
 						       : "unexpected reply");
 		return LOCK_RENEW_FAILED;
 	}
-}
-
-/* Whether an answer to the acquire script says the lock is ours there. */
-static bool
-granted(const struct answer *a)
-{
-	return a->result == CONN_OK && reply_type(a->reply) == REPLY_ARRAY &&
-	       reply_count(a->reply) >= 2 &&
-	       reply_type(reply_element(a->reply, 0)) == REPLY_INTEGER &&
-	       reply_integer(reply_element(a->reply, 0)) == 1;
 }
 
 /* l->error after a loss: the failover that explains it (a Sentinel's master that moved), or
@@ -1182,91 +1370,147 @@ explain_loss(struct lock *l, const struct nodes *ns)
 			snprintf(l->error, sizeof(l->error), "%s", nodes_failover(ns, i));
 }
 
+/* Why a node's renewal failed, its reply read into l->error, for the round's note. */
+static void
+renew_failed(struct lock *l, struct nodes *ns, size_t i, struct failures *why)
+{
+	failures_add(why, l->error);
+	/* A refusal (a replica that turned read-only, a script error): the next request
+	 * starts afresh, resolving the name again (a failover may have moved it). */
+	nodes_reset(ns, i);
+}
+
 enum lock_renewal
 lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	   void (*renewed)(void *, int64_t), void *arg)
 {
-	size_t yes = 0, lost = 0, none = nodes_count(ns) - nodes_quorum(ns);
-	bool regrant[NODES_MAX] = { false }, told = false;
-	enum lock_renewal how = LOCK_GONE_WITH_DATA;
-	char ttl[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
+	size_t yes = 0, others = 0, gone = 0, missing = 0;
+	size_t none = nodes_count(ns) - nodes_quorum(ns);
+	/* The lease as it stands: a node that lost our key may be given it again before it ends. */
+	int64_t valid = nodes_lease_end(ns);
+	bool taking[NODES_MAX] = { false }, raising[NODES_MAX] = { false };
+	bool told = false, data_gone = true;
+	char lost[sizeof(l->error)] = "";
+	long long ours = l->fence;
+	char ttl[24], fence[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
 	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
-	struct call call, again;
+	struct call call, take, raise;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 
 	ttl_ms(l, ttl, sizeof(ttl));
+	snprintf(fence, sizeof(fence), "%lld", ours);
 	call_init(&call, kind_of(l)->renew, 2, 4, args);
-	/* (The run may have been in line there: a grant takes it out.) */
-	acquire_call(l, false, true, acquire, &again);
-	call_send_all(ns, &call, deadline, intr_fd);
+	/* Where we do not hold it, we take it: the run may have been in line there (a grant
+	 * takes it out). */
+	acquire_call(l, false, true, false, acquire, &take);
+	fence_call(l, fence, ttl, &raise);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		missing += !nodes_holds(ns, i);
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		taking[i] = !nodes_holds(ns, i) && missing <= none && valid > clock_now();
+		call_send(ns, i, taking[i] ? &take : &call, deadline, intr_fd, false);
+	}
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
+		long long age;
 
 		if (noscript(&a)) {
-			call_send(ns, i, regrant[i] ? &again : &call, deadline, intr_fd, true);
+			call_send(ns, i, taking[i] ? &take : &call, deadline, intr_fd, true);
 			continue;
 		}
-		if (regrant[i]) {
-			regrant[i] = false;
-			if (granted(&a))
-				msg_info("%s has %s again; it counts from the next renewal",
+		if (raising[i] || a.result != CONN_OK) {
+			if (a.result != CONN_OK)
+				failures_add(&why, nodes_error(ns, i));
+			raising[i] = taking[i] = false;
+			reply_free(a.reply);
+			continue;
+		}
+		if (taking[i]) {
+			/* While the lease holds on a quorum without them, a minority of nodes that
+			 * do not hold it are given it: one that lost the key (restarted empty, most
+			 * likely), or never had it (a late answer, a server that was down). It
+			 * counts from the next renewal on, never for this one. */
+			taking[i] = false;
+			switch (parse_acquire(l, nodes_address(ns, i), a.reply, &age)) {
+			case REPLY_ACQUIRED:
+				if (!replicated(l, ns, &a, "the lock", l->error,
+						sizeof(l->error))) {
+					failures_add(&why, l->error);
+					break;
+				}
+				msg_info("%s has %s now; it counts from the next renewal",
 					 nodes_address(ns, i), l->key);
-			if (a.result == CONN_OK)
-				reply_free(a.reply);
-			continue;
-		}
-		if (a.result != CONN_OK) {
-			failures_add(&why, nodes_error(ns, i));
-			continue;
-		}
-		switch (read_renewal(l, nodes_address(ns, i), a.reply)) {
-		case LOCK_RENEWED:
-			/* Not acknowledged by the replicas, the lease is not extended there: a
-			 * replica promoted now would not know of it. */
-			if (!replicated(l, ns, &a, "the renewal", l->error, sizeof(l->error))) {
+				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
+				if (l->fence < ours) {
+					/* Our fence goes there too (see raise_the_rest). */
+					call_send(ns, i, &raise, deadline, intr_fd, true);
+					raising[i] = true;
+				}
+				break;
+			case REPLY_HELD:
+				snprintf(holder, sizeof(holder), "%s", l->holder);
+				others++;
+				break;
+			default:
 				failures_add(&why, l->error);
 				break;
 			}
-			nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
-			yes++;
-			break;
-		case LOCK_RENEW_FAILED:
-			/* A refusal (a replica that turned read-only, a script error): the lease
-			 * cannot be extended there, and the next request starts afresh, resolving
-			 * the name again (a failover may have moved it). */
-			failures_add(&why, l->error);
-			nodes_reset(ns, i);
-			break;
-		case LOCK_TAKEN:
-			snprintf(holder, sizeof(holder), "%s", l->holder);
-			how = LOCK_TAKEN;
-			nodes_drop(ns, i);
-			lost++;
-			break;
-		default:
-			if (how != LOCK_TAKEN)
-				how = reply_integer(a.reply) == 0 ? LOCK_GONE : how;
-			nodes_drop(ns, i);
-			lost++;
-			/* A node that lost the key (restarted empty, most likely) is given it
-			 * again while the lease holds on a quorum without it. That grant counts
-			 * from the next renewal on, never for this one. */
-			if (lost <= none && nodes_lease_end(ns) > clock_now()) {
-				msg_info("%s no longer has %s; taking it there again",
-					 nodes_address(ns, i), l->key);
-				call_send(ns, i, &again, deadline, intr_fd, false);
-				regrant[i] = true;
+			l->fence = ours;
+			reply_free(a.reply);
+		} else {
+			enum lock_renewal r = read_renewal(l, nodes_address(ns, i), a.reply);
+			switch (r) {
+			case LOCK_RENEWED:
+				/* Not acknowledged by the replicas, the lease is not extended there:
+				 * a replica promoted now would not know of it. */
+				if (!replicated(l, ns, &a, "the renewal", l->error,
+						sizeof(l->error))) {
+					failures_add(&why, l->error);
+					break;
+				}
+				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
+				yes++;
+				break;
+			case LOCK_RENEW_FAILED:
+				renew_failed(l, ns, i, &why);
+				break;
+			case LOCK_TAKEN:
+				snprintf(holder, sizeof(holder), "%s", l->holder);
+				nodes_drop(ns, i);
+				others++;
+				break;
+			default:
+				/* The first that lost its data says so (l->error), if all did. */
+				if (r != LOCK_GONE_WITH_DATA)
+					data_gone = false;
+				else if (!lost[0])
+					snprintf(lost, sizeof(lost), "%s", l->error);
+				nodes_drop(ns, i);
+				/* A minority that lost it is given it again while the lease holds. */
+				if (missing + ++gone <= none && valid > clock_now()) {
+					msg_info("%s no longer has %s; taking it there again",
+						 nodes_address(ns, i), l->key);
+					call_send(ns, i, &take, deadline, intr_fd, false);
+					taking[i] = true;
+				}
+				break;
 			}
-			break;
+			reply_free(a.reply);
 		}
-		reply_free(a.reply);
-		if (lost > none) {
+		if (others > none || gone > none) {
+			/* Another holder, or servers that lost our key, on so many nodes that we
+			 * cannot hold a quorum: lost. */
 			nodes_forget(ns);
 			snprintf(l->holder, sizeof(l->holder), "%s", holder);
 			explain_loss(l, ns);
-			return how;
+			if (others > none)
+				return LOCK_TAKEN;
+			if (!data_gone || l->error[0]) /* (a failover explains it) */
+				return LOCK_GONE;
+			snprintf(l->error, sizeof(l->error), "%s", lost);
+			return LOCK_GONE_WITH_DATA;
 		}
 		if (!told && nodes_verdict(ns, yes, 0) == VERDICT_YES) {
 			told = true;
@@ -1296,7 +1540,7 @@ lock_hold_left(const struct lock *l, int64_t now)
 enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
-	size_t released = 0, unconfirmed = 0, answered = 0;
+	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
 	char ttl[32], keep[24];
 	struct call call;
@@ -1311,6 +1555,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	call_send_all(ns, &call, deadline, intr_fd);
 	while ((res = next_answer(ns, &call, deadline, deadline, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
+		long long up, got;
 
 		/* The connection may have sat idle for as long as the command ran: one that
 		 * broke while the request was out is worth one more try on a fresh one (the
@@ -1324,11 +1569,16 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 			failures_add(&why, nodes_error(ns, i));
 			continue;
 		}
-		if (reply_type(a.reply) == REPLY_INTEGER) {
-			/* Not ours, after a request that may have landed: most likely that request
-			 * deleted it, unless the server lost its data (which no release does). */
-			released += reply_integer(a.reply) == 1;
-			unconfirmed += retried[i] && reply_integer(a.reply) == 0;
+		if ((got = released(a.reply, &up)) > -2) {
+			/* Not ours: lost with the server's data while the command ran, or, after a
+			 * request that may have landed, most likely deleted by that request. */
+			if (nodes_holds(ns, i) &&
+			    lost_with_data(l, nodes_address(ns, i), got, up, start, retried[i])) {
+				lost++;
+			} else {
+				yes += got == 1;
+				unconfirmed += retried[i] && got <= 0;
+			}
 			/* Once a quorum answered, the rest get a moment (twice what the quorum
 			 * took), not the whole deadline: one frozen node does not hold up the
 			 * exit. */
@@ -1359,13 +1609,16 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		failures_add(&why, line);
 	}
 	nodes_forget(ns);
-	if (nodes_verdict(ns, released, 0) == VERDICT_YES) {
+	if (nodes_verdict(ns, yes, 0) == VERDICT_YES) {
 		if (why.count)
 			msg_info("not released everywhere (%s); it expires there within %s",
 				 why.text, duration_format(l->ttl, ttl, sizeof(ttl)));
 		return LOCK_RELEASED;
 	}
-	if (nodes_verdict(ns, released + unconfirmed, 0) == VERDICT_YES)
+	if (lost && answered >= nodes_quorum(ns) &&
+	    nodes_verdict(ns, yes + unconfirmed, 0) != VERDICT_YES)
+		return LOCK_RELEASE_LOST_DATA;
+	if (nodes_verdict(ns, yes + unconfirmed, 0) == VERDICT_YES)
 		return LOCK_RELEASE_UNCONFIRMED;
 	if (answered >= nodes_quorum(ns))
 		return LOCK_RELEASE_GONE;

@@ -127,6 +127,8 @@ enum lock_release_result {
 				   * l->answered_at came */
 	LOCK_RELEASE_UNCONFIRMED, /* a request's reply was lost, and asked again KEY was no
 				   * longer ours: most likely that request deleted it */
+	LOCK_RELEASE_LOST_DATA,   /* too few nodes had it: servers lost their data (restarted
+				   * empty) while the command ran, l->error says which */
 	LOCK_RELEASE_FAILED,      /* too few nodes could be asked: l->error says why */
 };
 

@@ -137,6 +137,12 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 		msg_error("lost the lock on %s: it was gone when the command ended", l->key);
 		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
 		break;
+	case LOCK_RELEASE_LOST_DATA:
+		if (out->lost)
+			break;
+		msg_error("lost the lock on %s: %s", l->key, l->error);
+		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+		break;
 	case LOCK_RELEASE_UNCONFIRMED:
 		if (!out->lost)
 			msg_warn("released %s, most likely: the reply was lost, and asked again "
@@ -267,9 +273,10 @@ main(int argc, char *argv[])
 	child_finish(&child, out.forwarded ? 0 : out.signal);
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
 	 * told to stop, and waited for only once the lock is given back. One that would undo
-	 * what --min-hold leaves of the lease is waited for first. */
+	 * what --min-hold leaves of the lease is waited for first, as is one that may give the
+	 * lock to a node that did not have it (several nodes). */
 	watchdog_stop(wd);
-	if (lock_hold_left(&lock, clock_now()) > 0) {
+	if (lock_hold_left(&lock, clock_now()) > 0 || nodes_count(nodes) > 1) {
 		watchdog_free(wd);
 		wd = NULL;
 	}

@@ -729,6 +729,21 @@ nodes_cancel(struct nodes *ns)
 }
 
 void
+nodes_let_go(struct nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++) {
+		struct node *n = &ns->node[i];
+		if (!n->asks)
+			continue;
+		if (conn_is_ready(n->conn))
+			conn_forget(n->conn);
+		else
+			conn_close(n->conn); /* nothing went out: nothing to settle */
+		clear_asks(n);
+	}
+}
+
+void
 nodes_reset(struct nodes *ns, size_t i)
 {
 	conn_reset(ns->node[i].conn);
@@ -751,6 +766,47 @@ bool
 nodes_holds(const struct nodes *ns, size_t i)
 {
 	return ns->node[i].held_until > 0;
+}
+
+bool
+nodes_hold_all(const struct nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (!ns->node[i].held_until)
+			return false;
+	return true;
+}
+
+void
+nodes_open(struct nodes *ns, int64_t deadline, int intr_fd)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (!ns->node[i].asks && !conn_is_open(ns->node[i].conn))
+			reopen(&ns->node[i], deadline, intr_fd);
+}
+
+enum conn_result
+nodes_watch(struct nodes *ns, int64_t until, int intr_fd, size_t *i)
+{
+	struct conn *cs[NODES_MAX];
+	size_t at[NODES_MAX], k = 0, w;
+	enum conn_result res;
+
+	for (size_t j = 0; j < ns->n; j++) {
+		if (!ns->node[j].asks && conn_is_open(ns->node[j].conn)) {
+			cs[k] = ns->node[j].conn;
+			at[k++] = j;
+		}
+	}
+	if (!k)
+		return clock_sleep_until(until, intr_fd) < 0 ? CONN_INTERRUPTED : CONN_TIMEOUT;
+	res = conn_wait_any(cs, k, until, intr_fd, &w);
+	if (res == CONN_OK) {
+		/* Nothing was asked: anything but the end of it is out of place. */
+		conn_close(cs[w]);
+		*i = at[w];
+	}
+	return res;
 }
 
 static int

@@ -100,6 +100,9 @@ void nodes_forget(struct nodes *ns);
 /* The requests still outstanding are taken back: their connections are closed (the only way
  * to take back a blocked request). */
 void nodes_cancel(struct nodes *ns);
+/* The requests still outstanding are let go: those that have gone out are forgotten (as
+ * nodes_forget), those that have not (their connection is still opening) are taken back. */
+void nodes_let_go(struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);
@@ -111,10 +114,23 @@ const char *nodes_failover(const struct nodes *ns, size_t i);
 /* Whether node i's connection resumed an earlier TLS session. */
 bool nodes_tls_resumed(const struct nodes *ns, size_t i);
 
+/* Opens the connections that are closed, without a request, so that nodes_watch can watch them
+ * (a Sentinel node asks its Sentinels first, until deadline or until intr_fd is readable). */
+void nodes_open(struct nodes *ns, int64_t deadline, int intr_fd);
+
+/*
+ * Waits until `until`, or until intr_fd (-1 for none) is readable, watching the connections that
+ * are idle, open or opening: CONN_OK as soon as one of them is closed (a server's restart, most
+ * likely), with its node in *i; otherwise CONN_TIMEOUT or CONN_INTERRUPTED.
+ */
+enum conn_result nodes_watch(struct nodes *ns, int64_t until, int intr_fd, size_t *i);
+
 /* What each node holds for us: our lease there ends at until (our clock), or there is none. */
 void nodes_hold(struct nodes *ns, size_t i, int64_t until);
 void nodes_drop(struct nodes *ns, size_t i);
 bool nodes_holds(const struct nodes *ns, size_t i);
+/* Whether every node holds it. */
+bool nodes_hold_all(const struct nodes *ns);
 /* When our lease ends on a quorum: the quorum-th latest of the nodes' ends; 0 (long past)
  * when fewer than a quorum hold it. */
 int64_t nodes_lease_end(const struct nodes *ns);

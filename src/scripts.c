@@ -14,16 +14,66 @@
 	"local t = redis.call('TIME')\n"                                                           \
 	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 
-/* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE", four numbers in one argument (which
- * leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff` (see
- * WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise) and `in_line`, true when an earlier
- * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE). A first
- * attempt, the common case, does not pay for that. */
+/* How long a fence counter outlives the last acquisition or renewal, at least (ms): an unused
+ * lock leaves nothing behind for longer (DESIGN §3). */
+#define FENCE_KEEP_MS "3600000"
+
+/*
+ * `fence()`: this acquisition's fence, max(the stored one + 1, the server's clock in µs),
+ * stored back in KEYS[2] for FENCE_KEEP_MS, or the lease (`ttl`) when that is longer. It grows
+ * by one per acquisition while the server keeps its data, and with the clock once the counter
+ * is gone (lost in a restart, expired, or short of increments a failover lost): never the same
+ * twice, never back, as long as the server's clock does not step back by more than that. It
+ * stays below 2^53 (until the year 2255), which JSON readers keep exact, and is formatted whole
+ * ('%.0f': Lua's numbers are doubles). SET ... GET reads and writes it in one command; a server
+ * older than 6.2 refuses that, and takes GET and SET.
+ */
+#define FENCE                                                                                      \
+	"local function fence()\n"                                                                \
+	"  local t = redis.call('TIME')\n"                                                         \
+	"  local now, keep = t[1] * 1000000 + t[2], math.max(ttl, " FENCE_KEEP_MS ")\n"            \
+	"  local old = redis.pcall('SET', KEYS[2], string.format('%.0f', now), 'PX', keep, 'GET')\n" \
+	"  local stored = type(old) ~= 'table'\n"                                                  \
+	"  if not stored then old = redis.call('GET', KEYS[2]) end\n"                             \
+	"  local f = math.max((tonumber(old) or 0) + 1, now)\n"                                    \
+	"  if f ~= now or not stored then\n"                                                       \
+	"    redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', keep)\n"                    \
+	"  end\n"                                                                                   \
+	"  return f\n"                                                                              \
+	"end\n"
+
+/* `data_age()`: how long the server has run, in seconds, when `age` (see ARGS) asks; -1 when
+ * it does not, or when INFO is refused. Without persistence, a server's data is that old: one
+ * that restarted empty less than a lease ago may not count towards a new quorum (DESIGN §3b). */
+#define AGE                                                                                        \
+	"local function data_age()\n"                                                             \
+	"  if not age then return -1 end\n"                                                        \
+	"  local info = redis.pcall('INFO', 'server')\n"                                           \
+	"  if type(info) ~= 'string' then return -1 end\n"                                         \
+	"  return tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1\n"                 \
+	"end\n"
+
+/* A renewal's or release's answer when KEY is gone: {0, or -1 when its fence counter (a key) is
+ * gone as well, how long the server has run (s; -1 when INFO is refused)}. The uptime tells a key
+ * lost in a restart while the command ran from one that expired, or that our own earlier request
+ * deleted. */
+#define NOT_OURS(fence)                                                                            \
+	"  local info = redis.pcall('INFO', 'server')\n"                                           \
+	"  return {redis.call('EXISTS', " fence ") == 1 and 0 or -1, type(info) == 'string' and\n" \
+	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1}\n"
+
+/* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE:AGE", five numbers in one argument
+ * (which leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff`
+ * (see WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise), `in_line`, true when an earlier
+ * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE), and
+ * `age`, true when a grant must say how old the server's data is (see AGE). A first attempt
+ * on one server, the common case, pays for neither. */
 #define ARGS                                                                                       \
-	"local ttl, handoff, limit, in_line =\n"                                                   \
-	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01])$')\n"                                  \
+	"local ttl, handoff, limit, in_line, age =\n"                                              \
+	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01]):([01])$')\n"                          \
 	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
-	"in_line = in_line == '1'\n"
+	"in_line, age = in_line == '1', age == '1'\n"                                              \
+	FENCE AGE
 #define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
 
 /* `shared`: how many shared waiters are in line (`waiting`, a key), or -1 when an exclusive
@@ -74,17 +124,24 @@
  * Redis answers a longer command from a client that has not authenticated with a protocol
  * error instead of NOAUTH.)
  *
- * Returns {1, fence} when the lock is ours: taken now (the counter grows; taken by a waiter,
- * the wake-ups meant for an earlier release are cleared), or taken by an earlier request with the
- * same value whose reply was lost (its lease is refreshed and its fence returned). Otherwise {0,
- * the holder's PTTL, the holder's value} (the shared holder whose lease ends last); a waiter is
- * then registered until shortly after that, so that the release wakes it. An error "LIMIT …" when
- * KEY is a semaphore.
+ * Returns {1, fence, 1, data_age()} when the lock is ours: taken now (SET NX first, the common
+ * case; taken by a waiter, the wake-ups meant for an earlier release are cleared), or taken by an
+ * earlier request with the same value whose reply was lost (its lease is refreshed and its fence
+ * returned). Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease
+ * ends last); a waiter is then registered until shortly after that, so that the release wakes
+ * it. An error "LIMIT …" when KEY is a semaphore.
  */
 static struct script script_acquire = {
 	.writes = true,
 	.text = ARGS
 	"local me = ARGV[1]\n"
+	"if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then\n"
+	"  if in_line then\n"
+	"    redis.call('ZREM', KEYS[4], me)\n"
+	"    redis.call('DEL', KEYS[3])\n"
+	"  end\n"
+	"  return {1, fence(), 1, data_age()}\n"
+	"end\n"
 	"local holder = redis.pcall('GET', KEYS[1])\n"
 	"local readers = type(holder) == 'table'\n"
 	"if readers then\n"
@@ -94,16 +151,9 @@ static struct script script_acquire = {
 	"      string.sub(tag, 7) .. ', not as a lock')\n"
 	"  end\n"
 	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
-	"elseif holder == ARGV[1] then\n"
+	"elseif holder == me then\n"
 	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
-	"  local fence = redis.call('GET', KEYS[2])\n"
-	"  return {1, tonumber(fence) or redis.call('INCR', KEYS[2])}\n"
-	"elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then\n"
-	"  if in_line then\n"
-	"    redis.call('ZREM', KEYS[4], me)\n"
-	"    redis.call('DEL', KEYS[3])\n"
-	"  end\n"
-	"  return {1, redis.call('INCR', KEYS[2])}\n"
+	"  return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
 	"end\n"
 	"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
 	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED(
@@ -111,24 +161,26 @@ static struct script script_acquire = {
 				      "return {0, pttl, holder}\n",
 };
 
+/* A renewal keeps the fence counter (KEYS[2]) as long as the lock, at least: so a key found
+ * gone with its counter says that the server lost its data (see FENCE). */
+#define KEEP_FENCE                                                                                 \
+	"  redis.call('PEXPIRE', KEYS[2], math.max(tonumber(ARGV[2]), " FENCE_KEEP_MS "))\n"
+
 /*
  * KEYS[1] the lock, KEYS[2] its fence counter; ARGV[1] our value, ARGV[2] the TTL in ms.
  * Returns 1 when the lease was extended; otherwise says what became of the lock: the new
- * holder's value (a shared one's, if shared holders took it), 0 if KEY is gone, -1 if the
- * fence counter is gone as well.
+ * holder's value (a shared one's, if shared holders took it), or as NOT_OURS says.
  */
 static struct script script_renew = {
 	.writes = true,
 	.text = "local holder = redis.pcall('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
-		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" KEEP_FENCE
 		"  return 1\n"
 		"end\n"
 		"if type(holder) == 'table' then return redis.call('ZRANGE', KEYS[1], -1, -1)[1] "
 		"end\n"
-		"if holder then return holder end\n"
-		"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
-		"return -1\n",
+		"if holder then return holder end\n" NOT_OURS("KEYS[2]"),
 };
 
 /*
@@ -155,17 +207,13 @@ static struct script script_renew = {
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
  * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] how long the lock must
  * stay taken still, in ms (--min-hold), or 0. Returns 1 when deleted (or left to expire
- * then); when not ours, 0, or -1 if the fence counter is gone as well (the server lost its
- * data).
+ * then); when not ours, as NOT_OURS says.
  *
  * Deleting wakes the waiters (see WAKE). Left to expire, the lock wakes them too, and they
  * then block only until it expires.
  */
 static struct script script_release = {
-	.text = "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then\n"
-		"  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"
-		"  return -1\n"
-		"end\n"
+	.text = "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then\n" NOT_OURS("KEYS[4]") "end\n"
 		"if tonumber(ARGV[2]) > 0 then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		"else\n"
@@ -181,7 +229,7 @@ static struct script script_release = {
  * lives as long as its last holder. The scripts take the same KEYS and ARGV as the lock's,
  * and answer in the same shapes.
  *
- * Acquire: KEYS and ARGV as the lock's. {1, fence, holders} when a
+ * Acquire: KEYS and ARGV as the lock's. {1, fence, holders, data_age()} when a
  * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
  * waiter is registered as for the lock); an error "LIMIT …" when KEY is held with another N,
  * or shared.
@@ -204,8 +252,8 @@ static struct script script_sem_acquire = {
 	"  redis.call('ZADD', KEYS[1], -1, tag, now + ttl, ARGV[1])\n"
 	"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"  redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
-	"  local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-	"  return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n"
+	"  local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+	"  return {1, kept or fence(), mine and count or count + 1, data_age()}\n"
 	"end\n"
 	"local first = redis.call('ZRANGEBYSCORE', KEYS[1], 0, '+inf', 'WITHSCORES', "
 	"'LIMIT', 0, 1)\n"
@@ -250,8 +298,8 @@ static struct script script_shared_acquire = {
 	"redis.call('ZADD', KEYS[1], -1, 'shared', now + ttl, ARGV[1])\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
-	"local fence = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-	"return {1, fence or redis.call('INCR', KEYS[2]), mine and count or count + 1}\n",
+	"local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
+	"return {1, kept or fence(), mine and count or count + 1, data_age()}\n",
 };
 
 /*
@@ -265,12 +313,10 @@ static struct script script_sem_renew = {
 		    "if score and tonumber(score) > now then\n"
 		    "  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
 		    "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
-		    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n"
+		    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n" KEEP_FENCE
 		    "  return 1\n"
 		    "end\n"
-		    "if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n"
-		    "if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
-		    "return -1\n",
+		    "if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n" NOT_OURS("KEYS[2]"),
 };
 
 /*
@@ -279,10 +325,7 @@ static struct script script_sem_renew = {
  */
 #define LEAVE_PLACE                                                                                \
 	NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"                              \
-	    "if type(score) ~= 'string' or tonumber(score) <= now then\n"                          \
-	    "  if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end\n"                          \
-	    "  return -1\n"                                                                        \
-	    "end\n"                                                                                \
+	    "if type(score) ~= 'string' or tonumber(score) <= now then\n" NOT_OURS("KEYS[4]") "end\n"          \
 	    "local keep = tonumber(ARGV[2])\n"                                                     \
 	    "if keep > 0 then\n"                                                                   \
 	    "  redis.call('ZADD', KEYS[1], now + keep, ARGV[1])\n"                                 \
@@ -346,13 +389,15 @@ struct script script_query = {
 		"        redis.call('GET', KEYS[2])}\n",
 };
 
-/* KEYS[1] a fence counter; ARGV[1] a fence. Raises the counter to the fence if it is lower,
- * never lowers it. Returns 1. */
+/* KEYS[1] a fence counter; ARGV[1] a fence, ARGV[2] the lease in ms. Raises the counter to the
+ * fence if it is lower, never lowers it, and keeps it as an acquisition does (see FENCE).
+ * Returns 1. */
 struct script script_fence = {
 	.writes = true,
 	.text = "local f = tonumber(ARGV[1])\n"
 		"if (tonumber(redis.call('GET', KEYS[1])) or 0) < f then\n"
-		"  redis.call('SET', KEYS[1], ARGV[1])\n"
+		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(tonumber(ARGV[2]), " FENCE_KEEP_MS
+		"))\n"
 		"end\n"
 		"return 1\n",
 };

@@ -150,7 +150,7 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	}
 	st->gone = true;
 	act_on_loss(s, st, time_add(clock_now(), s->grace));
-	if (ev->cause[0] && ev->how != LOCK_TAKEN) {
+	if (ev->cause[0] && ev->how == LOCK_GONE) {
 		msg_error("lost the lock on %s: %s, and the new master does not have it; %s", key,
 			  ev->cause, action(s->on_lost));
 		return;
@@ -162,9 +162,8 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 			  ev->cause[0] ? ", after " : "", ev->cause, action(s->on_lost));
 		break;
 	case LOCK_GONE_WITH_DATA:
-		msg_error("lost the lock on %s: the server no longer has it nor its fence counter "
-			  "(restarted empty or flushed); %s",
-			  key, action(s->on_lost));
+		msg_error("lost the lock on %s: %s (restarted empty or flushed); %s", key,
+			  ev->cause, action(s->on_lost));
 		break;
 	default:
 		msg_error("lost the lock on %s: it expired or was deleted; %s", key,

@@ -64,6 +64,13 @@ renewed(void *arg, int64_t lease_end)
 	     first && resumed(w) ? "TLS session resumed" : NULL);
 }
 
+/*
+ * The thread: a renewal every TTL/3, sooner after a failure. Over several nodes, connections to
+ * all of them from the start; while a node does not hold the lock or did not answer (a late
+ * answer, a server down or restarted empty), a renewal every tenth of the TTL, which gives it to
+ * that node as soon as it can take it (see lock_renew); and one at once when a server closes our
+ * idle connection to it (a restart, most likely).
+ */
 static void *
 run(void *arg)
 {
@@ -72,22 +79,33 @@ run(void *arg)
 	const int64_t period = l->ttl / 3;
 	/* After a failure, try again soon rather than a whole period later. */
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
-	int64_t next = l->acquired_at + period;
+	const int64_t settle = time_max(retry, l->ttl / 10);
+	int64_t next = l->acquired_at + period, last = 0;
+	bool calm = true; /* every node answered the last round */
+
+	if (nodes_count(w->nodes) > 1)
+		nodes_open(w->nodes, clock_now() + l->io_timeout, w->stop[0]);
 
 	for (;;) {
-		int64_t now, lease_end = nodes_lease_end(w->nodes);
+		int64_t now, lease_end = nodes_lease_end(w->nodes), wake = next;
 		enum lock_renewal r;
+		enum conn_result watched;
+		size_t broke;
 
-		if (clock_sleep_until(next, w->stop[0]) < 0)
+		if (!calm || !nodes_hold_all(w->nodes))
+			wake = time_min(wake, last + settle);
+		watched = nodes_watch(w->nodes, wake, w->stop[0], &broke);
+		if (watched == CONN_INTERRUPTED)
 			break;
 		now = clock_now();
 		/* Past the local deadline the lease cannot be trusted, whatever a late renewal
 		 * might say; supervise has acted on it already. */
 		if (now >= lease_end)
 			break;
-		w->round = now;
+		w->round = last = now;
 		r = lock_renew(l, w->nodes, time_min(now + period, lease_end), w->stop[0], renewed,
 			       w);
+		calm = r == LOCK_RENEWED && !l->error[0];
 		if (r == LOCK_RENEWED) {
 			next = now + period;
 			if (l->error[0])
@@ -125,7 +143,9 @@ watchdog_new(const struct lock *l, const struct nodes *ns)
 	if (!w)
 		return NULL;
 	w->lock = *l;
-	w->due = l->acquired_at + l->ttl / 3;
+	/* Over several nodes it starts at once: a node that did not take the lock yet is asked,
+	 * and one that restarts is noticed, before the first renewal. */
+	w->due = nodes_count(ns) > 1 ? clock_now() : l->acquired_at + l->ttl / 3;
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
 	if ((w->nodes = nodes_new_like(ns)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
 	    pipe2(w->stop, O_CLOEXEC) == 0)

@@ -20,7 +20,8 @@ enum watchdog_event_type {
 	WATCHDOG_NOTE,    /* detail: what a minority of nodes did (a node that did not answer) */
 	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
 	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any;
-			   * cause: a failover that explains it, or "" */
+			   * cause: a failover that explains it, or for LOCK_GONE_WITH_DATA
+			   * which server lost its data, or "" */
 };
 
 struct watchdog_event {

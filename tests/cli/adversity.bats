@@ -92,6 +92,8 @@ gave_up_after_ms() {
 	# The holder vanishes without a release: its key expires by itself, which only the
 	# waiter's own clock tells it (no wake-up comes).
 	kill -KILL "$holder"
+	local fence
+	fence=$(rcli_on a get "{job}:fence")
 	expires=$(rcli_on a pexpiretime job)
 	reap "$waiter"
 	cat "$dir/waiter.err" >&2
@@ -141,6 +143,8 @@ back_after_a_second_then_acquired() {
 	waiter=$!
 	wait_until 5 grep -q 'waiting for job' "$dir/waiter.err"
 	kill -KILL "$holder"
+	local fence
+	fence=$(rcli_on a get "{job}:fence")
 	redis_stop a
 	back_after_a_second_then_acquired
 	run cat "$dir/waiter.err"
@@ -220,6 +224,34 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	grep -q "dropped" "$(redis_dir a)/relay.log"
 }
 
+@test "a server that lost its data while the command ran: 76 at the release, even with its reply lost" {
+	redis_start a
+	relay_start a
+	"$RR" -t 30s -r "unix://$(relay_sock a)" job -c "
+		date +%s%3N > $dir/acquired
+		until [ -e $dir/go ]; do sleep 0.05; done
+		echo drop-once > $(relay_mode a).tmp; mv $(relay_mode a).tmp $(relay_mode a); exit 3" \
+		2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/acquired"
+	# The server restarts empty over a second later (its uptime is in whole seconds), and
+	# another run takes the lock there and gives it back: the fence counter is there again,
+	# and so are the scripts.
+	until (($(now_ms) - $(cat "$dir/acquired") > 1500)); do sleep 0.1; done
+	redis_stop a
+	redis_start a
+	"$RR" -r "unix://$(redis_sock a)" job -- true
+	restarted=$(now_ms)
+	until (($(now_ms) - restarted > 1500)); do sleep 0.1; done
+	# The holder's release: it reaches the server, its reply is lost, asked again the key is
+	# not ours. The server's uptime says it lost it while the command ran.
+	touch "$dir/go"
+	reap "$holder"
+	cat "$dir/err" >&2
+	assert_equal "$status" 76
+	grep -q "lost the lock on job: $(relay_sock a) lost its data: it restarted [0-9.]*m\?s ago, while the command ran" "$dir/err"
+}
+
 @test "a release stalled by the server past the lease: the command's own status, and a warning" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
@@ -282,6 +314,8 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	local holder=$!
 	wait_until 5 held_on a job
 	kill -KILL "$holder"
+	local fence
+	fence=$(rcli_on a get "{job}:fence")
 	# The waiter finds the lock held for the rest of the dead holder's lease (long enough
 	# to stop the waiter in, on a busy machine).
 	REDLOCK_URL=$url "$RR" -t 2s job -- touch "$dir/waiter-ran" &
@@ -292,7 +326,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	# would time the BLPOP out: then the attempt would run at the very moment the lease
 	# expires, or, as here, take the lock for a process that cannot use it. Watched until a
 	# second after the lease ran out, the lock stays free, and untaken since the holder's.
-	untaken() { [[ $(rcli_on a get "{job}:fence") == 1 ]]; }
+	untaken() { [[ $(rcli_on a get "{job}:fence") == "$fence" ]]; }
 	free_or_taken() { free_on a job || ! untaken; }
 	wait_until 5 free_or_taken
 	for _ in $(seq 20); do

@@ -167,7 +167,7 @@ teardown() {
 	kill -CONT "$(redis_pid fault)"
 	reap "$p"
 	assert_equal "$status" 143
-	run rcli_on fault get '{job}:fence'
+	run rcli_on fault exists '{job}:fence'
 	assert_output 1 # the request did take the lock...
 	run rcli_on fault exists job
 	assert_output 0 # ...and it was released

@@ -68,8 +68,12 @@ rcli() { redis-cli -s "$(redis_sock main)" "$@"; }
 # through a shell function), so that `"$RR" ... &` leaves redlock-run's own pid in $!.
 RR=$REDLOCK_RUN
 
-# Every key on the main server but fence counters (which never expire, by design).
+# Every key on the main server but fence counters (which outlive a lock by an hour).
 keys_but_fences() { rcli --scan | grep -v ':fence$' | sort || true; }
+
+# is_fence VALUE: VALUE is a fence as redlock-run hands them out, the server's clock in µs or
+# just above it (this one from 2026 on), below 2^53.
+is_fence() { [[ $1 =~ ^[0-9]{16}$ ]] && (($1 > 1767225600000000 && $1 < 9007199254740992)); }
 
 
 # stamp FILE: copies standard input to FILE, each line prefixed with the time it arrived (µs).

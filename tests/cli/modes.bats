@@ -394,7 +394,7 @@ line_length() { [[ $(rcli zcard "{$1}:waiting") == "$2" ]]; }
 	both() { [[ $(find "$dir" -name 'held.*' | wc -l) == 2 ]]; }
 	wait_until 5 both
 	run -75 "$RR" --status shared
-	assert_output --regexp "^shared is held shared by 2: .* for another [0-9.]+s, .* for another [0-9.]+s \(fence 2\)$"
+	assert_output --regexp "^shared is held shared by 2: .* for another [0-9.]+s, .* for another [0-9.]+s \(fence [0-9]{16}\)$"
 	run -0 "$RR" --status -s shared
 	run -75 "$RR" --status --json shared
 	assert_output --partial '"held": true'

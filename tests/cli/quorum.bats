@@ -10,7 +10,10 @@ bats_require_minimum_version 1.5.0
 BATS_TEST_TIMEOUT=90
 load helpers
 
-setup_file() { quorum_start 5; }
+setup_file() {
+	quorum_start 5
+	wait_until 5 nodes_old 1 1 2 3 4 5
+}
 teardown_file() { quorum_stop; }
 
 setup() {
@@ -21,6 +24,18 @@ setup() {
 	done
 	quorum_use 1 2 3
 	dir=$BATS_TEST_TMPDIR
+}
+
+# nodes_old SECONDS I...: nodes qI have run that long at least. Younger, a node that restarted
+# may have lost a key a holder counts on: its grant counts only if no node is held by another,
+# down or frozen (see "young" in lock.c), and a new lease as long needs it older.
+nodes_old() {
+	local seconds=$1 i up
+	shift
+	for i in "$@"; do
+		up=$(rcli_on "q$i" info server | sed -n 's/^uptime_in_seconds:\([0-9]*\).*/\1/p')
+		((up >= seconds)) || return 1
+	done
 }
 
 # Nothing of ours on node I but fence counters: no lock, no wake list, no waiters.
@@ -48,7 +63,7 @@ matrix() {
 		done
 		expected=75
 		((free >= quorum)) && expected=0
-		run "$RR" -n job -- true
+		run "$RR" -n -t 1s job -- true
 		[ "$status" = "$expected" ] || {
 			echo "held on mask $mask: status $status, expected $expected" >&2
 			return 1
@@ -86,17 +101,18 @@ matrix() {
 
 @test "one server of 3 refusing from the start: taken, renewed and released on the other two" {
 	redis_stop q3
-	run "$RR" -t 300ms job -c 'sleep 0.5; echo ran $REDLOCK_FENCE'
+	run "$RR" -t 300ms job -c 'sleep 0.5; echo $REDLOCK_FENCE'
 	assert_success
-	assert_output "ran 1"
+	is_fence "$output"
 	clean_on 1
 	clean_on 2
 }
 
 @test "one server of 3 frozen from the start: no slower than one request deadline, and it works" {
+	wait_until 5 nodes_old 1 1 2
 	node_freeze 3
 	start=$(now_ms)
-	run "$RR" job -- true
+	run "$RR" -t 1s job -- true
 	elapsed=$(($(now_ms) - start))
 	assert_success
 	((elapsed < 5000))
@@ -176,6 +192,75 @@ matrix() {
 	clean_on 3
 }
 
+@test "a bare quorum's server restarted empty joins no second quorum while the holder's lease runs" {
+	# q3 still holds an earlier holder's key: the holder gets q1 and q2 only (old enough to
+	# count with another holder about).
+	wait_until 5 nodes_old 3 1 2
+	rcli_on q3 set job someone-else px 60000 >/dev/null
+	"$RR" -t 3s job -c "echo started > $dir/started; exec sleep 30" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	# While the holder is paused (its watchdog cannot take anything back), q2 restarts
+	# empty and the earlier key on q3 goes: q2 and q3 would be a quorum without the holder.
+	kill -STOP "$holder"
+	redis_restart_empty q2
+	rcli_on q3 del job >/dev/null
+	run --separate-stderr "$RR" -n -v job -- echo second
+	kill -CONT "$holder"
+	echo "$stderr" >&2
+	assert_equal "$status" 75
+	assert_output ""
+	[[ $stderr == *"job is held by $(hostname):$holder; giving up"* ]]
+	# Paused, the holder lets nobody else in; resumed, it takes q2 and q3 back.
+	all_hold() { [[ $(on_nodes job 1 2 3) == 3 ]]; }
+	wait_until 10 all_hold
+	kill "$holder"
+	reap "$holder"
+}
+
+@test "servers that came up empty and young let a new lock be taken when nobody else holds any" {
+	redis_restart_empty q1
+	redis_restart_empty q2
+	redis_restart_empty q3
+	run "$RR" -n -t 10s job -- echo taken
+	assert_success
+	assert_output taken
+}
+
+@test "a server restarted empty under the command is given the lock back well before the next renewal" {
+	"$RR" -v -t 60s job -c "echo started > $dir/started; exec sleep 60" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	wait_until 5 held_on q2 job
+	redis_restart_empty q2
+	# The first renewal is due 20s after the lock was taken; the holder notices the lost
+	# connection, and asks q2 again every tenth of the lease until it answers.
+	wait_until 15 held_on q2 job
+	! grep -q 'renewed job' "$dir/err"
+	kill "$holder"
+	reap "$holder"
+	grep -q "127.0.0.1:$(redis_port q2) no longer has job; taking it there again" "$dir/err"
+}
+
+@test "a majority restarted empty under the command: 76, saying so; nobody takes it meanwhile" {
+	"$RR" -t 30s job -c "date +%s%3N > $dir/started; exec sleep 60" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	wait_until 5 held_on q3 job
+	# Over a second later: an uptime in whole seconds then tells the restart came after.
+	until (($(now_ms) - $(cat "$dir/started") > 1500)); do sleep 0.1; done
+	kill -STOP "$holder"
+	redis_restart_empty q1
+	redis_restart_empty q2
+	# q3 still has the holder's key: young q1 and q2 alone do not make a quorum.
+	run -75 "$RR" -n job -- echo second
+	kill -CONT "$holder"
+	reap "$holder"
+	cat "$dir/err" >&2
+	assert_equal "$status" 76
+	grep -q "lost the lock on job: 127.0.0.1:[0-9]* lost its data: it restarted [0-9.]*m\?s ago, while the command ran (restarted empty or flushed)" "$dir/err"
+}
+
 @test "a waiter on 3 servers is woken by the release, not by the end of the lease; -w ends a wait" {
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 0.5; date +%s%6N > $dir/a-end" &
 	a=$!
@@ -246,7 +331,8 @@ matrix() {
 	assert_success
 	assert_line --index 0 "job is free (never taken)"
 	assert_line --index 3 --regexp "^  on 127.0.0.1:$(redis_port q3): no answer \(cannot connect to 127.0.0.1:[0-9]+: connection refused\)$"
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	wait_until 5 nodes_old 3 1 2
+	"$RR" -t 3s job -c "echo ready > $dir/ready; sleep 5" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	run "$RR" --status --json job
@@ -262,7 +348,13 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 }
 
 @test "a node whose grant came too late to count is raised to the fence all the same" {
-	fence() { "$RR" job -c "echo \$REDLOCK_FENCE >> $dir/fences"; }
+	fence() { "$RR" -t 1s job -c "echo \$REDLOCK_FENCE >> $dir/fences"; }
+	# Counters far ahead of the servers' clocks: fences grow from them alone, not from the
+	# clock, which a server that lost its counter starts again from.
+	for i in 1 2 3; do
+		rcli_on "q$i" set '{job}:fence' 8000000000000000 >/dev/null
+	done
+	wait_until 5 nodes_old 1 1 2
 	fence
 	fence
 	# q3 loses its data, then grants the next acquisition only after q1 and q2 decided it.
@@ -270,15 +362,13 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	node_freeze 3
 	fence
 	node_thaw 3
-	# (What was sent there runs as q3 goes on. Unraised, q3 may not even have counted the
-	# grant: the fence's assertion below is the test.)
-	counted() { [[ -n $(rcli_on q3 get '{job}:fence') ]]; }
-	wait_until 2 counted 2>/dev/null || true
+	# (What was sent there runs as q3 goes on. Unraised, q3 would count from its clock.)
+	raised() { (($(rcli_on q3 get '{job}:fence') > 8000000000000000)); }
+	wait_until 5 raised
 	# Now q1 is away and q2 loses its data: q3 is the quorum's memory of the fence.
-	node_freeze 1
+	redis_stop q1
 	redis_restart_empty q2
 	fence
-	node_thaw 1
 	run awk 'NR > 1 && $1 <= last { print "not growing at line " NR ": " last " then " $1 }
 		{ last = $1 } END { print NR " fences" }' "$dir/fences"
 	assert_output "4 fences"

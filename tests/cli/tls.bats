@@ -79,8 +79,8 @@ sentinel_knows_tls() {
 	run --separate-stderr "$RR" -r "rediss://127.0.0.1:$port" job -- echo by address
 	assert_success
 	assert_output "by address"
-	run rcli_on tls get '{job}:fence'
-	assert_output 2
+	run rcli_on tls exists '{job}:fence'
+	assert_output 1
 	run rcli_on tls exists job
 	assert_output 0
 }

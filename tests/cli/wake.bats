@@ -89,7 +89,7 @@ setup() {
 	run --separate-stderr "$RR" -v job -- true
 	assert_success
 	[[ ${stderr_lines[0]} =~ ^"redlock-run: waiting for job (held by $(hostname):$holder, "[0-9.]+s" left)"$ ]]
-	[[ $stderr == *"redlock-run: acquired job after "*", fence 2"* ]]
+	[[ $stderr =~ "redlock-run: acquired job after "[0-9.]+m?s", fence "[0-9]{16} ]]
 	[[ $stderr == *"redlock-run: released job"* ]]
 	wait "$holder"
 }
@@ -115,14 +115,15 @@ setup() {
 	wait_until 5 test -s "$dir/ready"
 	run "$RR" --status job
 	assert_equal "$status" 75
-	[[ $output =~ ^"job is held by $(hostname):$holder for another "[0-9.]+s" (fence 1)"$ ]]
+	[[ $output =~ ^"job is held by $(hostname):$holder for another "[0-9.]+s" (fence "([0-9]{16})")"$ ]]
+	fence=${BASH_REMATCH[1]}
 	run "$RR" --status -E 3 job
 	assert_equal "$status" 3
 	kill "$holder"
 	wait "$holder" || true
 	run "$RR" --status job
 	assert_success
-	assert_output "job is free (last fence 1)"
+	assert_output "job is free (last fence $fence)"
 	run --separate-stderr "$RR" --status -r unix:///nonexistent/redis.sock job
 	assert_equal "$status" 69
 	assert_equal "$stderr" "redlock-run: cannot connect to /nonexistent/redis.sock: no such file or directory"
@@ -151,8 +152,9 @@ eviction_fields() {
 	echo "$output" | python3 -m json.tool >/dev/null
 	fields=$(echo "$output" | python3 -c 'import json, sys
 o = json.load(sys.stdin)
-print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"], o["token"].endswith(":%d" % o["pid"]))')
-	assert_equal "$fields" "job True $(hostname) $holder True 1 True"
+print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"] == int(sys.argv[1]),
+      o["token"].endswith(":%d" % o["pid"]))' "$(rcli get '{job}:fence')")
+	assert_equal "$fields" "job True $(hostname) $holder True True True"
 	kill "$holder"
 	wait "$holder" || true
 	# a key some other client wrote, with quotes, a control character and bad UTF-8

@@ -54,6 +54,9 @@ thaw_later(void *arg)
 	return NULL;
 }
 
+/* A fence is the server's clock in µs, or just above: this one is from 2026. */
+#define FENCE_2026 1767225600000000LL
+
 int
 main(void)
 {
@@ -64,6 +67,7 @@ main(void)
 	char pttl[32];
 	int intr[2];
 	int64_t t0;
+	long long fence; /* the last one handed out */
 
 	/* Helper keys share KEY's Redis Cluster hash slot. */
 	check_aux_key("nightly", "{nightly}:fence");
@@ -99,10 +103,12 @@ main(void)
 	CHECK(!st.held);
 	CHECK_INT(st.fence, -1);
 
-	/* Taking a free lock: the value is stored with the TTL, the fence starts at 1; the
-	 * work to overlap with the first round trip is done, once. */
+	/* Taking a free lock: the value is stored with the TTL; the fence starts at the server's
+	 * clock in µs, below 2^53, and its counter is kept for an hour. */
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
-	CHECK_INT(a.fence, 1);
+	CHECK(a.fence > FENCE_2026 && a.fence < (1LL << 53));
+	fence = a.fence;
+	CHECK(atoi(redis_fixture_call(admin, "PTTL", "{job}:fence", NULL)) > 3590000);
 	CHECK(a.acquired_at > 0);
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
@@ -112,7 +118,7 @@ main(void)
 	CHECK(st.held);
 	CHECK_STR(st.value, a.value);
 	CHECK(st.ttl > 9 * NS_PER_S && st.ttl <= 10 * NS_PER_S);
-	CHECK_INT(st.fence, 1);
+	CHECK_INT(st.fence, fence);
 	char host_only[300];
 	long pid = 0;
 	CHECK_INT(lock_parse_holder(a.value, host_only, sizeof(host_only), &pid), 0);
@@ -136,14 +142,17 @@ main(void)
 	 * same fence, lease refreshed. */
 	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "3000", NULL), "1");
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
-	CHECK_INT(a.fence, 1);
+	CHECK_INT(a.fence, fence);
 	CHECK(atoi(redis_fixture_call(admin, "PTTL", "job", NULL)) > 9000);
-	CHECK_STR(redis_fixture_call(admin, "GET", "{job}:fence", NULL), "1");
+	CHECK_INT(atoll(redis_fixture_call(admin, "GET", "{job}:fence", NULL)), fence);
 
-	/* Renewing: only the owner's value is extended, and loss is told apart. */
+	/* Renewing: only the owner's value is extended, and the fence counter with it; loss is
+	 * told apart. */
 	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "job", "3000", NULL), "1");
+	CHECK_STR(redis_fixture_call(admin, "PEXPIRE", "{job}:fence", "3000", NULL), "1");
 	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
 	CHECK(atoi(redis_fixture_call(admin, "PTTL", "job", NULL)) > 9000);
+	CHECK(atoi(redis_fixture_call(admin, "PTTL", "{job}:fence", NULL)) > 3590000);
 	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_TAKEN);
 	CHECK_STR(b.holder, a.value);
 	CHECK_STR(redis_fixture_call(admin, "DEL", "job", NULL), "1");
@@ -155,9 +164,12 @@ main(void)
 	CHECK_STR(redis_fixture_call(admin, "FLUSHALL", NULL), "OK");
 	CHECK_INT(lock_renew(&a, ca, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_GONE_WITH_DATA);
 
-	/* Releasing: only the owner's value is deleted. The fence keeps growing. */
+	/* The server lost its data (FLUSHALL): the fence does not go back. */
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
-	CHECK_INT(a.fence, 1);
+	CHECK(a.fence > fence);
+	fence = a.fence;
+
+	/* Releasing: only the owner's value is deleted. The fence keeps growing. */
 	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
@@ -171,13 +183,30 @@ main(void)
 		  "2");
 	CHECK_INT(lock_release(&a, ca, clock_now() + NS_PER_S, -1), LOCK_RELEASE_GONE);
 	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_ACQUIRED);
-	CHECK_INT(b.fence, 2);
+	CHECK(b.fence > fence);
+	fence = b.fence;
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+
+	/* One above the counter while it is ahead of the clock (acquisitions within a µs, or a
+	 * clock behind another server's); the clock once a counter from before (an earlier
+	 * release's, or by hand) is behind it. */
+	snprintf(pttl, sizeof(pttl), "%lld", fence + 1000000000);
+	CHECK_STR(redis_fixture_call(admin, "SET", "{job}:fence", pttl, NULL), "OK");
+	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_ACQUIRED);
+	CHECK_INT(b.fence, fence + 1000000001);
+	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
+	CHECK_STR(redis_fixture_call(admin, "SET", "{job}:fence", "455", NULL), "OK");
+	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_ACQUIRED);
+	CHECK(b.fence > FENCE_2026 && b.fence < fence + 1000000000);
+	CHECK(atoi(redis_fixture_call(admin, "PTTL", "{job}:fence", NULL)) > 3590000);
+	fence = b.fence;
 	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 
 	/* A server that forgot its scripts (restart, SCRIPT FLUSH) gets them again. */
 	CHECK_STR(redis_fixture_call(admin, "SCRIPT", "FLUSH", NULL), "OK");
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
-	CHECK_INT(a.fence, 3);
+	CHECK(a.fence > fence);
+	fence = a.fence;
 
 	/* Waiting: a waiter registers while it waits, and the release wakes it at once, long
 	 * before the holder's lease (a minute) would have run out. */
@@ -210,7 +239,7 @@ main(void)
 	t0 = clock_now();
 	CHECK_INT(lock_acquire(&b, cb, 5 * NS_PER_S, -1), LOCK_ACQUIRED);
 	CHECK(clock_now() - t0 < 2 * NS_PER_S);
-	CHECK_INT(b.fence, 6);
+	CHECK(b.fence > fence);
 	CHECK_INT(lock_release(&b, cb, clock_now() + NS_PER_S, -1), LOCK_RELEASED);
 
 	/* A reply that never comes: the server is frozen while our requests pile up, each
@@ -227,8 +256,8 @@ main(void)
 	pthread_create(&thawer, NULL, thaw_later, &when);
 	CHECK_INT(lock_acquire(&a, ca, WAIT_FOREVER, -1), LOCK_ACQUIRED);
 	pthread_join(thawer, NULL);
-	CHECK_INT(a.fence, 1);
-	CHECK_STR(redis_fixture_call(admin, "GET", "{frozen}:fence", NULL), "1");
+	CHECK(a.fence > FENCE_2026);
+	CHECK_INT(atoll(redis_fixture_call(admin, "GET", "{frozen}:fence", NULL)), a.fence);
 	CHECK_STR(redis_fixture_call(admin, "GET", "frozen", NULL), a.value);
 
 	/* With -n, a server that stays frozen is given up on after one request timeout. */
