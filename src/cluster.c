@@ -1,15 +1,32 @@
 #include "cluster.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* How many nodes a run remembers from redirects, to ask where a slot went when its owner and the
+ * seeds cannot be reached. */
+#define CLUSTER_KNOWN_MAX 8
 
 struct cluster {
 	const struct redis_url *url;
 	struct redis_url target; /* url's credentials, at the owner or a seed (host owned) */
 	struct redis_url ask;    /* the same, where an -ASK pointed (host owned) */
-	size_t seed;             /* the seed tried last */
+	size_t seed;             /* the place tried last: a seed, then a known node */
 	bool owner_known;
+	struct {
+		char host[256];
+		unsigned port;
+	} known[CLUSTER_KNOWN_MAX]; /* nodes redirects named, the first ones */
+	size_t nknown;
 };
+
+/* How many seeds the URL names: a server URL is its own. */
+static size_t
+seeds(const struct cluster *c)
+{
+	return c->url->nhosts ? c->url->nhosts : 1;
+}
 
 /* A copy of url that shares its strings but owns host: a plain server URL (TCP, or TLS as the
  * URL was), without the seeds. */
@@ -32,7 +49,7 @@ aim(struct redis_url *to, const struct redis_url *url, const char *host, unsigne
 	return 0;
 }
 
-/* The seed numbered i (the URL itself, for a server URL). */
+/* The seed numbered i (the URL itself, for a server URL), or past them, a known node. */
 static int
 aim_at_seed(struct cluster *c, size_t i)
 {
@@ -40,6 +57,8 @@ aim_at_seed(struct cluster *c, size_t i)
 
 	c->seed = i;
 	c->owner_known = false;
+	if (i >= seeds(c))
+		return aim(&c->target, u, c->known[i - seeds(c)].host, c->known[i - seeds(c)].port);
 	if (u->nhosts)
 		return aim(&c->target, u, u->hosts[i].host, u->hosts[i].port);
 	if (u->scheme == URL_UNIX) { /* no seeds: back to the socket itself */
@@ -79,6 +98,8 @@ cluster_new_like(const struct cluster *like)
 	if (c) {
 		c->owner_known = like->owner_known;
 		c->seed = like->seed;
+		memcpy(c->known, like->known, sizeof(c->known));
+		c->nknown = like->nknown;
 	}
 	return c;
 }
@@ -141,6 +162,13 @@ cluster_moved(struct cluster *c, const char *where)
 	    aim(&c->target, c->url, host, port) < 0)
 		return -1;
 	c->owner_known = true;
+	for (size_t i = 0; i < c->nknown; i++)
+		if (c->known[i].port == port && strcmp(c->known[i].host, host) == 0)
+			return 0;
+	if (c->nknown < CLUSTER_KNOWN_MAX && strlen(host) < sizeof(c->known[0].host)) {
+		snprintf(c->known[c->nknown].host, sizeof(c->known[0].host), "%s", host);
+		c->known[c->nknown++].port = port;
+	}
 	return 0;
 }
 
@@ -159,7 +187,7 @@ cluster_asked(struct cluster *c, const char *where)
 bool
 cluster_next_seed(struct cluster *c)
 {
-	size_t n = c->url->nhosts ? c->url->nhosts : 1;
+	size_t n = seeds(c) + c->nknown;
 
 	if (n == 1 && !c->owner_known)
 		return false;

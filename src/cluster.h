@@ -35,8 +35,9 @@ int cluster_moved(struct cluster *c, const char *where);
  * remembering it; valid until the next call. NULL when it cannot be read. */
 const struct redis_url *cluster_asked(struct cluster *c, const char *where);
 
-/* The target cannot be reached: the next seed is tried (and after the last, the first
- * again). False when there is only one place to try. */
+/* The target cannot be reached: the next place is tried, the seed that led to it first, then
+ * the seeds and the nodes that redirects named, in turn. False when there is only one place to
+ * try. */
 bool cluster_next_seed(struct cluster *c);
 
 #endif

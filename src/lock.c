@@ -420,6 +420,8 @@ struct round {
 	size_t yes;     /* grants that count */
 	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
 	size_t held, refused, failed;
+	size_t answered;               /* nodes that answered, whatever they said, this time or
+					* before (see nodes_reached) */
 	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */
 	bool young_at[NODES_MAX];      /* it is young, and its grant does not count */
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -606,6 +608,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	if (a->result != CONN_OK) {
 		if (a->maybe_landed)
 			unsure_mark(q, i, nodes_sent(ns, i));
+		rd->answered += nodes_reached(ns, i); /* an outage, not a wrong address */
 		failures_add(&rd->why, nodes_error(ns, i));
 		if (a->result == CONN_REFUSED)
 			rd->refused++;
@@ -616,12 +619,14 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	/* An answer for our value settles every request before it: the script is
 	 * idempotent. */
 	unsure_clear(q, i);
+	rd->answered++;
 	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age)) {
 	case REPLY_ACQUIRED:
 		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
+			/* Not now: a replica down, or a failover under way. */
 			rd->unreplicated[i] = true;
 			failures_add(&rd->why, l->error);
-			rd->refused++;
+			rd->failed++;
 			break;
 		}
 		rd->granted[i] = true;
@@ -1260,6 +1265,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 		}
 		if (a == ATTEMPT_NO_QUORUM) {
 			q.seen_held = q.seen_held || rd.held > 0;
+			/* Servers that answer, but not yet (a restart loading its data, replicas
+			 * that did not acknowledge: a failover under way), are ridden out as a
+			 * silence is, never taken for a wrong address; so are servers that do
+			 * not answer while the lock is seen held on others. */
+			if (nodes_verdict(ns, rd.answered, 0) == VERDICT_YES || rd.held)
+				q.answered_at = clock_now();
 			out = retry_later(l, &q, intr_fd);
 			continue;
 		}
@@ -1548,12 +1559,23 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	struct answer a;
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
+	/* A request whose server is gone (a cluster's owner, killed) is asked again where its
+	 * slot went, for as long as a failover takes, within the lease. */
+	int64_t due = time_max(deadline, l->valid_until);
 
 	/* Rounded up: never shorter than --min-hold. */
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
 	release_call(l, keep, &call);
-	call_send_all(ns, &call, deadline, intr_fd);
-	while ((res = next_answer(ns, &call, deadline, deadline, intr_fd, &a)) == CONN_OK) {
+	call_send_all(ns, &call, due, intr_fd);
+	for (;;) {
+		res = next_answer(ns, &call, deadline, due, intr_fd, &a);
+		if (res == CONN_TIMEOUT && deadline < due && answered < nodes_quorum(ns) &&
+		    nodes_moving(ns)) {
+			deadline = due;
+			continue;
+		}
+		if (res != CONN_OK)
+			break;
 		size_t i = a.node;
 		long long up, got;
 
@@ -1562,7 +1584,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		 * release is idempotent). */
 		if (a.result == CONN_FAILED && !retried[i]) {
 			retried[i] = true;
-			call_send(ns, i, &call, deadline, intr_fd, false);
+			call_send(ns, i, &call, due, intr_fd, false);
 			continue;
 		}
 		if (a.result != CONN_OK) {

@@ -114,6 +114,8 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
 	char ttl[32];
 
+	l->valid_until = out->lost ? 0 : out->lease_end; /* as the last renewal left it */
+
 	int64_t left = lock_hold_left(l, clock_now());
 
 	switch (lock_release(l, ns, clock_now() + patience, -1)) {

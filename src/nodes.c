@@ -28,6 +28,7 @@
 
 /* A request sent, and not answered yet. */
 struct ask {
+	bool writes;       /* it changes the lock */
 	bool replicated;   /* WAIT follows it */
 	struct copy *copy; /* the command, to send again elsewhere (a new master, a slot's owner) */
 };
@@ -53,7 +54,8 @@ struct node {
 	bool was_open;          /* its connection was open when they were sent */
 	unsigned resends;       /* how often they were sent again after a failover */
 	unsigned redirects;     /* how often the first was redirected (-MOVED, -ASK) */
-	unsigned seeds_tried;   /* how many seeds have not answered it */
+	unsigned seeds_tried;   /* how many places could not be reached for it */
+	bool reached;           /* it answered once this run (or the run this one is like) */
 	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
 	enum conn_result early; /* the connection could not be opened to send them */
 	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
@@ -132,6 +134,7 @@ nodes_new_like(const struct nodes *like)
 		struct node *n = &ns->node[i];
 
 		n->held_until = l->held_until;
+		n->reached = l->reached;
 		if (connect_node(n, l->url, l) < 0) {
 			nodes_free(ns);
 			return NULL;
@@ -332,6 +335,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	}
 	n->deadline = time_max(n->deadline, deadline);
 	n->ask[n->asks++] = (struct ask){
+		.writes = cmd->replicated,
 		.replicated = replicated,
 		.copy = copy_command(cmd),
 	};
@@ -348,6 +352,23 @@ bool
 nodes_outstanding(const struct nodes *ns, size_t i)
 {
 	return ns->node[i].asks > 0;
+}
+
+bool
+nodes_reached(const struct nodes *ns, size_t i)
+{
+	const struct node *n = &ns->node[i];
+
+	return n->reached || (n->sentinel && sentinel_answered(n->sentinel));
+}
+
+bool
+nodes_moving(const struct nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (ns->node[i].asks && ns->node[i].cluster && ns->node[i].seeds_tried)
+			return true;
+	return false;
 }
 
 /* Whether an answer from a Sentinel node says that its master stepped down: it turned replica
@@ -502,6 +523,15 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	return TAKEN;
 }
 
+/* Sleeps before asking a cluster again, a pause that grows, within the deadline: -1 when
+ * interrupted. */
+static int
+pause_again(struct node *n, int intr_fd)
+{
+	n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
+	return clock_sleep_until(time_min(clock_now() + n->pause, n->deadline), intr_fd);
+}
+
 /*
  * A cluster's answer that the request belongs elsewhere, or later: -MOVED (the slot's owner is
  * there, from now on: the requests outstanding go there), -ASK (see ask_once), -TRYAGAIN and
@@ -514,12 +544,14 @@ redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 {
 	const char *e = reply_string(a->reply, NULL);
 	bool moved = is_error(e, "MOVED"), asked = is_error(e, "ASK");
-	int64_t now = clock_now();
+	/* A blocked request whose node turned replica (a cluster's failover) is asked there
+	 * again: it answers -MOVED. */
+	bool later = is_error(e, "TRYAGAIN") || is_error(e, "CLUSTERDOWN") ||
+		     is_error(e, "UNBLOCKED");
 
-	if (n->sentinel ||
-	    (!moved && !asked && !is_error(e, "TRYAGAIN") && !is_error(e, "CLUSTERDOWN")))
+	if (n->sentinel || (!moved && !asked && !later))
 		return TAKEN;
-	if (now >= n->deadline || follow_cluster(n) < 0)
+	if (clock_now() >= n->deadline || follow_cluster(n) < 0)
 		return TAKEN;
 	if ((moved || asked) && ++n->redirects > NODE_REDIRECTS) {
 		snprintf(n->error, sizeof(n->error),
@@ -547,25 +579,32 @@ redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 		n->redirects = 0;
 	/* A slot in the middle of moving may be sent back and forth for a moment, while its
 	 * new owner is not known everywhere yet: after the first redirect, pause too. */
-	if (!moved || n->redirects > 1) {
-		n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
-		if (clock_sleep_until(time_min(now + n->pause, n->deadline), intr_fd) < 0)
-			return INTERRUPTED;
-	}
+	if ((!moved || n->redirects > 1) && pause_again(n, intr_fd) < 0)
+		return INTERRUPTED;
 	return take_again(ns, n, a, intr_fd);
 }
 
-/* Node n's server cannot be reached: a cluster's next seed can be, before the deadline, when
- * the request cannot have landed. The next request goes there in any case. */
+/*
+ * Node n's server cannot be reached, or closed the connection with the requests on it: they go
+ * to the next place that can say where the slot is now (a seed, or a node a redirect named).
+ * A cluster that answered this run before has lost the slot's owner (killed, or failed over):
+ * it is asked again and again, after a pause that grows, until the deadline, as a failover
+ * takes the cluster's node timeout (the protocol's requests can all be asked twice). One that
+ * never answered has each seed tried once: more likely a wrong address than an outage.
+ */
 static enum take
-next_seed(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
+reroute(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
 {
 	size_t seeds = n->url->nhosts ? n->url->nhosts : 1;
 
-	if (!cluster_next_seed(n->cluster))
+	if (!cluster_next_seed(n->cluster) && !n->reached)
 		return TAKEN;
-	if (a->maybe_landed || ++n->seeds_tried >= seeds + 1 || clock_now() >= n->deadline)
+	if (clock_now() >= n->deadline || (!n->reached && ++n->seeds_tried >= seeds + 1) ||
+	    (!n->reached && a->maybe_landed))
 		return TAKEN;
+	if (n->reached && n->seeds_tried++ && pause_again(n, intr_fd) < 0)
+		return INTERRUPTED;
+	n->redirects = 0; /* redirects to a server that is gone are no loop */
 	return take_again(ns, n, a, intr_fd);
 }
 
@@ -588,6 +627,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		return TAKEN;
 	}
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
+	n->reached = n->reached || a->result == CONN_OK;
 	if (a->result == CONN_OK && first.replicated)
 		take_replicas(n, n->conn, a);
 	if (a->result != CONN_OK)
@@ -595,10 +635,17 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	if (n->sentinel && stepped_down(a) && n->resends < NODE_RESENDS &&
 	    clock_now() < n->deadline)
 		t = take_again(ns, n, a, intr_fd);
+	else if (n->sentinel && first.writes && a->result == CONN_OK &&
+		 reply_type(a->reply) != REPLY_ERROR && n->resends < NODE_RESENDS &&
+		 confirm(n, n->deadline, intr_fd))
+		/* What the master wrote counts only while the Sentinels name it: for a
+		 * second or so after a failover the old one goes on taking writes, which the
+		 * new one never sees. They name another: it is asked there. */
+		t = take_again(ns, n, a, intr_fd);
 	else if (a->result == CONN_OK && reply_type(a->reply) == REPLY_ERROR)
 		t = redirected(ns, n, a, intr_fd);
 	else if (a->result == CONN_FAILED && n->cluster)
-		t = next_seed(ns, n, a, intr_fd);
+		t = reroute(ns, n, a, intr_fd);
 	if (t != TAKEN)
 		return t;
 	if (!conn_is_open(n->conn)) {

@@ -93,8 +93,14 @@ void nodes_due(struct nodes *ns, size_t i, int64_t deadline);
  * again elsewhere. */
 bool nodes_plain(const struct nodes *ns, size_t i);
 
+/* Whether node i answered this run (or its Sentinels did, or a node of its cluster): one that
+ * fails now is having an outage, not a wrong address. */
+bool nodes_reached(const struct nodes *ns, size_t i);
 /* Whether node i still owes an answer. */
 bool nodes_outstanding(const struct nodes *ns, size_t i);
+/* Whether a request outstanding was sent again elsewhere as the server it was on is gone (a
+ * cluster's slot owner, killed or failed over): its answer may take as long as a failover. */
+bool nodes_moving(const struct nodes *ns);
 /* The answers still outstanding are not waited for: they are dropped as they come. */
 void nodes_forget(struct nodes *ns);
 /* The requests still outstanding are taken back: their connections are closed (the only way

@@ -97,6 +97,12 @@ sentinel_error(const struct sentinel *s)
 	return s->error;
 }
 
+bool
+sentinel_answered(const struct sentinel *s)
+{
+	return s->master.host != NULL || s->first[0];
+}
+
 const char *
 sentinel_failover(const struct sentinel *s)
 {

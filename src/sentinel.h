@@ -53,6 +53,9 @@ const char *sentinel_error(const struct sentinel *s);
  */
 bool sentinel_confirm(struct sentinel *s, struct conn *c, int64_t deadline, int intr_fd);
 
+/* Whether the Sentinels named a master this run (or the run this one is like). */
+bool sentinel_answered(const struct sentinel *s);
+
 /* "the master of 'mymaster' moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a failover)" when the
  * master found last is not the one found first; NULL otherwise. */
 const char *sentinel_failover(const struct sentinel *s);

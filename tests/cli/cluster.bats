@@ -95,7 +95,10 @@ moved_on() {
 	redis_start_tcp p1
 	redis_start_tcp p2
 	redis_stop p2 # so that the quorum needs the cluster
-	run -0 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
+	# With p2 down, the others must have run for longer than the lease to count (see
+	# "young" in lock.c).
+	wait_until 5 up_for 2 p1 "$m"
+	run -0 "$RR" -t 2s -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
 		-r "redis://127.0.0.1:$(redis_port p1)" -r "redis://127.0.0.1:$(redis_port p2)" "$key" -- \
 		sh -c 'redis-cli -s "$1" exists "$3"; redis-cli -s "$2" exists "$3"' sh \
 		"$(redis_sock "$m")" "$(redis_sock p1)" "$key"
@@ -179,30 +182,24 @@ PY
 # interval_log: a command that writes when it starts and ends into $dir/log.
 RUN_LOGGED='echo "start $(date +%s%N)" >>"$1/log"; until [ -e "$1/go" ] || [ "$2" = once ]; do sleep 0.05; done; echo "end $(date +%s%N)" >>"$1/log"'
 
+# holder_and_waiter URL TTL: a holder of $key through URL, with a lease of TTL, that runs until
+# $dir/go exists, and a waiter behind it (-v, its stderr in $dir/err), once it waits; their pids
+# in $holder and $waiter.
+holder_and_waiter() {
+	"$RR" -r "$1" -t "$2" "$key" -- sh -c "$RUN_LOGGED" sh "$dir" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 5 test -s "$dir/log"
+	"$RR" -v -r "$1" "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once 2>"$dir/err" &
+	waiter=$!
+	wait_until 5 grep -q "waiting for" "$dir/err"
+}
+
 # no_overlap: the intervals in $dir/log never overlap (start end start end ...).
 no_overlap() {
 	awk '($1 == "start") != (NR % 2 == 1) { exit 1 } NR % 2 == 1 && $2 < last { exit 1 }
 		{ last = $2 }' "$dir/log"
 }
 
-# migrate_slot SLOT FROM TO: moves SLOT by hand, as redis-cli --cluster reshard does; the
-# function named by MIGRATE_HOOK, if any, runs once the keys have moved and the slot has not.
-migrate_slot() {
-	local slot=$1 from=$2 to=$3 from_id to_id keys m
-	from_id=$(rcli_on "$from" cluster myid)
-	to_id=$(rcli_on "$to" cluster myid)
-	rcli_on "$to" cluster setslot "$slot" importing "$from_id" >/dev/null
-	rcli_on "$from" cluster setslot "$slot" migrating "$to_id" >/dev/null
-	while keys=$(rcli_on "$from" cluster getkeysinslot "$slot" 100) && [ -n "$keys" ]; do
-		# shellcheck disable=SC2086 # one argument per key
-		rcli_on "$from" migrate 127.0.0.1 "$(redis_port "$to")" "" 0 5000 keys $keys >/dev/null
-	done
-	# The keys have moved, the slot not yet: the old owner answers -ASK.
-	[ -z "${MIGRATE_HOOK:-}" ] || "$MIGRATE_HOOK"
-	for m in $(cluster_masters); do
-		rcli_on "$m" cluster setslot "$slot" node "$to_id" >/dev/null
-	done
-}
 
 @test "a slot migrated by hand while a command holds a lock in it: renewals follow, a contender waits" {
 	local src dst key slot
@@ -224,7 +221,7 @@ migrate_slot() {
 		asked() { rcli_on "$src" info errorstats | grep -q '^errorstat_ASK:count=[1-9]'; }
 		wait_until 10 asked
 	}
-	MIGRATE_HOOK=contend migrate_slot "$slot" "$src" "$dst"
+	MIGRATE_HOOK=contend cluster_migrate_slot "$slot" "$src" "$dst"
 	wait_until 10 grep -q "waiting for" "$dir/err2"
 	# The renewals go on, on the new owner.
 	renewed_on_dst() {
@@ -251,15 +248,9 @@ migrate_slot() {
 	dst=$(another_than "$src")
 	key=$(key_on "$src")
 	slot=$(rcli_on "$src" cluster keyslot "$key")
-	"$RR" -r "redis://127.0.0.1:$(redis_port "$src")" -t 3s "$key" -- sh -c "$RUN_LOGGED" \
-		sh "$dir" &
-	local holder=$!
-	wait_until 5 test -s "$dir/log"
-	"$RR" -v -r "redis://127.0.0.1:$(redis_port "$src")" "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once \
-		2>"$dir/err" &
-	local waiter=$!
-	wait_until 5 grep -q "waiting for" "$dir/err"
-	migrate_slot "$slot" "$src" "$dst"
+	local holder waiter
+	holder_and_waiter "redis://127.0.0.1:$(redis_port "$src")" 3s
+	cluster_migrate_slot "$slot" "$src" "$dst"
 	touch "$dir/go"
 	t0=$(now_ms)
 	reap "$holder"
@@ -295,7 +286,7 @@ migrate_slot() {
 		pids+=($!)
 	done
 	wait_until 10 test -s "$dir/log"
-	migrate_slot "$slot" "$src" "$dst"
+	cluster_migrate_slot "$slot" "$src" "$dst"
 	for i in "${pids[@]}"; do
 		wait "$i"
 	done
@@ -315,9 +306,7 @@ migrate_slot() {
 	wait_until 5 test -s "$dir/log"
 	replica=$(replica_of "$m")
 	wait_until 5 replica_has "$replica" "$key"
-	rcli_on "$replica" cluster failover >/dev/null
-	promoted() { [[ $(owner_of "$key") == "$replica" ]]; }
-	wait_until 20 promoted
+	cluster_promote "$replica" "$key"
 	sleep_renewals() {
 		(($(rcli_on "$replica" info commandstats |
 			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | grep . || echo 0) >= 2))
@@ -328,6 +317,61 @@ migrate_slot() {
 	cat "$dir/err"
 	[ "$status" -eq 3 ]
 	[[ $(rcli_on "$replica" exists "$key") == 0 ]]
+}
+
+@test "CLUSTER FAILOVER with a waiter blocked: it follows its slot, and acquires after the release" {
+	local m key replica
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	replica=$(replica_of "$m")
+	# (A manual failover that does not go through pauses the master's writes for up to 5s:
+	# the lease outlasts that.)
+	local holder waiter
+	holder_and_waiter "redis://127.0.0.1:$(redis_port "$m")" 10s
+	wait_until 5 replica_has "$replica" "$key"
+	# The old master answers the blocked waiter -UNBLOCKED as it turns replica.
+	cluster_promote "$replica" "$key"
+	touch "$dir/go"
+	reap "$holder"
+	cat "$dir/holder.err"
+	[ "$status" -eq 0 ]
+	wait_until 10 gone "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	[ "$status" -eq 0 ]
+	no_overlap
+}
+
+@test "the slot's owner killed: the release reaches the promoted replica, and the waiter follows" {
+	local m key replica url i seeds=()
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	replica=$(replica_of "$m")
+	for i in 1 2 3 4 5 6; do
+		seeds+=("127.0.0.1:$(redis_port "c$i")")
+	done
+	url="redis+cluster://$(IFS=,; echo "${seeds[*]}")"
+	# A lease far longer than the failover takes (the cluster's node timeout is 2s): the
+	# release must not leave the key there until it expires.
+	local holder waiter
+	holder_and_waiter "$url" 20s
+	wait_until 5 replica_has "$replica" "$key"
+	kill -KILL "$(redis_pid "$m")"
+	touch "$dir/go" # the release goes out while the owner is dead
+	reap "$holder"
+	cat "$dir/holder.err"
+	[ "$status" -eq 0 ]
+	! grep -q "cannot release" "$dir/holder.err"
+	# Woken by that release on the promoted replica, not by the end of the 20s lease.
+	wait_until 15 gone "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	[ "$status" -eq 0 ]
+	no_overlap
+	# The killed node comes back as a replica, for the scenarios that follow.
+	redis_start_again "$m" --cluster-enabled yes \
+		--cluster-config-file "$(redis_dir "$m")/nodes.conf" --cluster-node-timeout 2000
+	wait_until 30 cluster_settled
 }
 
 @test "CLUSTER FAILOVER TAKEOVER on a replica that missed the key: the command is stopped, 76" {

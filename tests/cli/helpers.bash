@@ -71,6 +71,16 @@ RR=$REDLOCK_RUN
 # Every key on the main server but fence counters (which outlive a lock by an hour).
 keys_but_fences() { rcli --scan | grep -v ':fence$' | sort || true; }
 
+# up_for SECONDS NAME...: servers NAME have run that long at least.
+up_for() {
+	local seconds=$1 name up
+	shift
+	for name in "$@"; do
+		up=$(rcli_on "$name" info server | sed -n 's/^uptime_in_seconds:\([0-9]*\).*/\1/p')
+		((up >= seconds)) || return 1
+	done
+}
+
 # is_fence VALUE: VALUE is a fence as redlock-run hands them out, the server's clock in µs or
 # just above it (this one from 2026 on), below 2^53.
 is_fence() { [[ $1 =~ ^[0-9]{16}$ ]] && (($1 > 1767225600000000 && $1 < 9007199254740992)); }
@@ -115,16 +125,7 @@ main_server_reset() {
 
 # redis_restart_empty NAME: stops server NAME (started by redis_start_tcp) and starts it again
 # on the same port, without its data: a restart without persistence.
-redis_restart_empty() {
-	local name=$1 dir port
-	dir=$(redis_dir "$name")
-	port=$(redis_port "$name")
-	redis_stop "$name"
-	"$SERVER" --port "$port" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
-		--dir "$dir" --save '' --appendonly no --daemonize yes \
-		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&-
-	wait_until 5 redis_answers "$name"
-}
+redis_restart_empty() { redis_start_again "$1"; }
 
 # A Redlock quorum of independent masters, for the scenarios of several servers.
 # quorum_start N: servers q1..qN on free loopback ports (node_url I is qI's URL), and

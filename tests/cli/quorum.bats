@@ -30,12 +30,12 @@ setup() {
 # may have lost a key a holder counts on: its grant counts only if no node is held by another,
 # down or frozen (see "young" in lock.c), and a new lease as long needs it older.
 nodes_old() {
-	local seconds=$1 i up
+	local seconds=$1 i names=()
 	shift
 	for i in "$@"; do
-		up=$(rcli_on "q$i" info server | sed -n 's/^uptime_in_seconds:\([0-9]*\).*/\1/p')
-		((up >= seconds)) || return 1
+		names+=("q$i")
 	done
+	up_for "$seconds" "${names[@]}"
 }
 
 # Nothing of ours on node I but fence counters: no lock, no wake list, no waiters.
@@ -121,6 +121,29 @@ matrix() {
 	assert_output ran
 	clean_on 1
 	clean_on 2
+}
+
+@test "one server of 3 down, one slow, the lock held on the third: a waiter waits, never 69" {
+	wait_until 5 nodes_old 2 1 2
+	"$RR" -t 2s job -c "echo started > $dir/started; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	wait_until 5 held_on q3 job
+	# The waiter hears "held" from q1 and "refused" from q3 before q2 answers: no quorum can
+	# grant it now, and q3 never answered this run, but the lock is seen held.
+	redis_stop q3
+	node_freeze 2
+	"$RR" -v -t 2s job -- echo second >"$dir/out" 2>"$dir/err" &
+	waiter=$!
+	wait_until 10 grep -q "no quorum" "$dir/err"
+	node_thaw 2
+	touch "$dir/go"
+	reap "$holder"
+	reap "$waiter"
+	cat "$dir/err" >&2
+	assert_equal "$status" 0
+	run cat "$dir/out"
+	assert_output second
 }
 
 @test "two servers of 3 refusing: 69 at once, naming both" {

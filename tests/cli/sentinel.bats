@@ -75,7 +75,15 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	redis_start_tcp q1
 	redis_start_tcp q2
 	redis_stop q2
-	run -0 --separate-stderr "$RR" -v -r "$url" -r "redis://127.0.0.1:$(redis_port q1)" \
+	# With q2 down, the others must have run for longer than the lease to count (see
+	# "young" in lock.c).
+	m1_up_for_2s() {
+		redis-cli -p "$(redis_port m1)" -a s3cret --no-auth-warning info server |
+			grep -Eq '^uptime_in_seconds:([2-9]|[1-9][0-9]+)'
+	}
+	wait_until 5 up_for 2 q1
+	wait_until 5 m1_up_for_2s
+	run -0 --separate-stderr "$RR" -v -t 2s -r "$url" -r "redis://127.0.0.1:$(redis_port q1)" \
 		-r "redis://127.0.0.1:$(redis_port q2)" job -- sh -c \
 		'redis-cli -p "$1" -a s3cret --no-auth-warning -n 3 exists job; redis-cli -p "$2" exists job' \
 		sh "$(redis_port m1)" "$(redis_port q1)"

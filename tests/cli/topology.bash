@@ -263,3 +263,104 @@ replica_of() {
 replica_has() {
 	[[ $(printf 'READONLY\nEXISTS %s\n' "$2" | redis-cli -s "$(redis_sock "$1")" | tail -1) == 1 ]]
 }
+
+# redis_start_again NAME [args...]: starts server NAME (started by redis_start_tcp, and since
+# stopped or killed) again on the port it had, empty, as a restart without persistence does;
+# ARGS are those of its first start that it needs again (a cluster node's config file, which
+# keeps its identity). Running, it is stopped first.
+redis_start_again() {
+	local name=$1 dir port
+	shift
+	dir=$(redis_dir "$name")
+	port=$(redis_port "$name")
+	redis_stop "$name"
+	"$SERVER" --port "$port" "$@" --bind 127.0.0.1 --unixsocket "$dir/redis.sock" \
+		--dir "$dir" --save '' --appendonly no --daemonize yes \
+		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" 3>&-
+	wait_until 5 test -s "$dir/redis.pid"
+	wait_until 5 redis_answers "$name"
+}
+
+# sentinel_settled REPLICAS: the master the Sentinels name (asked each time: another failover may
+# have followed) has REPLICAS replicas online, each of them says so, and every Sentinel names
+# that master and has seen, from each server itself, the role it has now (a Sentinel that has
+# not would set it right later, racing with the next failover).
+sentinel_settled() {
+	local replicas=$1 port d i
+	port=$(master_port) && sentinels_agree "$port" || return 1
+	[[ $(redis-cli -p "$port" info replication | grep -c '^slave[0-9]*:.*state=online') == \
+		"$replicas" ]] || return 1
+	for d in "$(topology_dir)"/redis-m[0-9]*; do
+		[[ $(cat "$d/port") == "$port" ]] && continue
+		[[ $(redis-cli -s "$d/redis.sock" role 2>/dev/null | sed -n 3,4p | tr '\n' ' ') == \
+			"$port connected " ]] || return 1
+	done
+	for i in 1 2 3; do
+		scli "s$i" sentinel master "$SENTINEL_MASTER" | grep -A1 -x role-reported | grep -qx master ||
+			return 1
+		[[ $(scli "s$i" sentinel replicas "$SENTINEL_MASTER" | paste - - | awk -v port="$port" '
+			$1 == "name" { n++ } { f[n, $1] = $2 }
+			END {
+				for (r = 1; r <= n; r++)
+					ok += f[r, "flags"] == "slave" && f[r, "role-reported"] == "slave" &&
+						f[r, "master-port"] == port && f[r, "master-link-status"] == "ok"
+				print ok + 0
+			}') == "$replicas" ]] || return 1
+	done
+}
+
+# cluster_settled: every node of the cluster answers, says the cluster is ok and sees no node
+# failing; every master serves slots and every replica is in sync with its master.
+cluster_settled() {
+	local d
+	for d in "$(topology_dir)"/redis-c[0-9]*; do
+		redis-cli -s "$d/redis.sock" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || return 1
+		! redis-cli -s "$d/redis.sock" cluster nodes | grep -q fail || return 1
+		case $(redis-cli -s "$d/redis.sock" role | head -1) in
+		master) redis-cli -s "$d/redis.sock" cluster nodes | awk '/myself/ { exit NF > 8 ? 0 : 1 }' ;;
+		slave) redis-cli -s "$d/redis.sock" info replication | grep -q 'master_link_status:up' ;;
+		*) false ;;
+		esac || return 1
+	done
+}
+
+# cluster_migrate_slot SLOT FROM TO: moves SLOT with its keys from master FROM to master TO by
+# hand, as redis-cli --cluster reshard does: TO importing, FROM migrating, the keys moved in
+# batches (a bounded number of rounds: keys that will not move fail it), then every master told
+# that TO owns the slot, TO and FROM first. The function named by MIGRATE_HOOK, if any, runs
+# once the keys have moved and the slot has not (FROM answers -ASK then).
+cluster_migrate_slot() {
+	local slot=$1 from=$2 to=$3 from_id to_id keys m out round
+	from_id=$(rcli_on "$from" cluster myid)
+	to_id=$(rcli_on "$to" cluster myid)
+	rcli_on "$to" cluster setslot "$slot" importing "$from_id" >/dev/null
+	rcli_on "$from" cluster setslot "$slot" migrating "$to_id" >/dev/null
+	for ((round = 0; ; round++)); do
+		keys=$(rcli_on "$from" cluster getkeysinslot "$slot" 100)
+		[ -n "$keys" ] || break
+		if ((round == 20)); then
+			echo "slot $slot: keys still on $from: $keys ($out)" >&2
+			return 1
+		fi
+		# shellcheck disable=SC2086 # one argument per key
+		out=$(rcli_on "$from" migrate 127.0.0.1 "$(redis_port "$to")" "" 0 5000 keys $keys)
+	done
+	[ -z "${MIGRATE_HOOK:-}" ] || "$MIGRATE_HOOK"
+	for m in "$to" "$from" $(cluster_masters | grep -vx -e "$to" -e "$from"); do
+		rcli_on "$m" cluster setslot "$slot" node "$to_id" >/dev/null
+	done
+}
+
+# cluster_promote REPLICA KEY: REPLICA takes KEY's slot over by a CLUSTER FAILOVER, asked again
+# when one does not go through (a replica that has only just synced may not start it, and the
+# master gives up a manual failover after 5s).
+cluster_promote() {
+	local try
+	for try in 1 2 3 4; do
+		rcli_on "$1" cluster failover >/dev/null
+		wait_until 10 cluster_owner_is "$2" "$1" 2>/dev/null && return 0
+	done
+	echo "$1 did not take over the slot of $2, asked $try times" >&2
+	return 1
+}
+cluster_owner_is() { [[ $(owner_of "$1" 2>/dev/null) == "$2" ]]; }
