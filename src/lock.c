@@ -1499,8 +1499,9 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 				else if (!lost[0])
 					snprintf(lost, sizeof(lost), "%s", l->error);
 				nodes_drop(ns, i);
-				/* A minority that lost it is given it again while the lease holds. */
-				if (missing + ++gone <= none && valid > clock_now()) {
+				/* A minority that lost it is given it again while the lease, as it
+				 * stood, holds (a young server counts for nobody else meanwhile). */
+				if (++gone <= none && valid > clock_now()) {
 					msg_info("%s no longer has %s; taking it there again",
 						 nodes_address(ns, i), l->key);
 					call_send(ns, i, &take, deadline, intr_fd, false);

@@ -38,7 +38,8 @@ struct lock {
 				     * semaphore or shared lock) */
 	long long fence;            /* once acquired: this acquisition's fencing number */
 	int64_t acquired_at;        /* once acquired: when the winning requests were sent */
-	int64_t valid_until;        /* once acquired: when the lease ends on a quorum */
+	int64_t valid_until;        /* once acquired: when the lease ends on a quorum (as the last
+				     * renewal left it, for the release) */
 	int64_t answered_at;        /* when the answer to the last release came */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
@@ -91,7 +92,8 @@ enum lock_result {
  * decided as soon as a quorum granted it or can no longer grant it. Taken, the lease holds until
  * the quorum-th latest of the granting nodes' lease ends (l->valid_until), which must still
  * have two thirds of a TTL ahead (lock_grant_in_time), and l->fence is above every earlier
- * acquisition's on a quorum. Not taken, whatever was taken is given back; contenders that split
+ * acquisition's on a quorum. A young node's grant counts only when no other holder can count on
+ * it (see verdict in lock.c). Not taken, whatever was taken is given back; contenders that split
  * the nodes try again after a random pause.
  *
  * A request whose reply is lost is sent again with the same token, which settles it, never
@@ -105,18 +107,20 @@ enum lock_renewal {
 	LOCK_RENEW_FAILED,      /* too few answered: l->error says why */
 	LOCK_RENEW_INTERRUPTED, /* intr_fd became readable */
 	LOCK_GONE,              /* KEY no longer holds our value on a quorum: expired or deleted */
-	LOCK_GONE_WITH_DATA,    /* and the fence counters are gone too: the servers lost their
-				 * data */
+	LOCK_GONE_WITH_DATA,    /* because the servers lost their data: they restarted after the
+				 * lock was taken, or the fence counters are gone too */
 	LOCK_TAKEN,             /* another holder has KEY now (l->holder) */
 };
 
 /*
  * Extends our lease to a full TTL on every node where KEY still holds our value; never
- * re-creates KEY there, except on a node that lost it while the lease holds on a quorum without
- * it (a restart without its data): that node counts from the next renewal on. As soon as a
- * quorum has renewed, renewed(arg, the lease's new end) is called; the answers of the others
- * are waited for until the deadline. On LOCK_RENEWED, l->error says which nodes did not
- * answer, or is empty; on a loss, it names the failover that explains it, or is empty.
+ * re-creates KEY there, except, while the lease as it stood holds on a quorum without them, on a
+ * minority of nodes that lost it (a restart without its data) or never had it (a late answer, a
+ * server that was down): those count from the next renewal on. As soon as a quorum has renewed,
+ * renewed(arg, the lease's new end) is called; the answers of the others are waited for until
+ * the deadline. On LOCK_RENEWED, l->error says which nodes did not answer, or is empty; on a
+ * loss, it names the failover that explains it, or for LOCK_GONE_WITH_DATA the server that lost
+ * its data, or is empty.
  */
 enum lock_renewal lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 			     void (*renewed)(void *arg, int64_t lease_end), void *arg);
