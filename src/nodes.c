@@ -56,6 +56,7 @@ struct node {
 	unsigned redirects;     /* how often the first was redirected (-MOVED, -ASK) */
 	unsigned seeds_tried;   /* how many places could not be reached for it */
 	bool reached;           /* it answered once this run (or the run this one is like) */
+	bool moving;            /* the first request was sent again elsewhere (see nodes_moving) */
 	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
 	enum conn_result early; /* the connection could not be opened to send them */
 	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
@@ -153,6 +154,7 @@ clear_asks(struct node *n)
 	n->resends = n->redirects = n->seeds_tried = 0;
 	n->pause = 0;
 	n->early = CONN_OK;
+	n->moving = false;
 }
 
 void
@@ -319,8 +321,12 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	/* A connection the server hung up on while it sat idle is not sent on. */
 	if (!conn_check(n->conn) && (res = reopen(n, deadline, intr_fd)) != CONN_OK) {
 		clear_asks(n);
-		n->asks = 1; /* nodes_next reports the failure */
-		n->ask[0] = (struct ask){ 0 };
+		n->asks = 1; /* nodes_next reports the failure, or take sends it again */
+		n->ask[0] = (struct ask){
+			.writes = cmd->replicated,
+			.replicated = replicated,
+			.copy = copy_command(cmd),
+		};
 		n->early = res;
 		n->asked_at = now;
 		n->deadline = deadline;
@@ -366,7 +372,7 @@ bool
 nodes_moving(const struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
-		if (ns->node[i].asks && ns->node[i].cluster && ns->node[i].seeds_tried)
+		if (ns->node[i].asks && ns->node[i].moving)
 			return true;
 	return false;
 }
@@ -387,13 +393,21 @@ stepped_down(const struct answer *a)
 	return strncmp(e, "READONLY", 8) == 0 || strncmp(e, "UNBLOCKED", 9) == 0;
 }
 
+/* Sleeps before asking again (a cluster, or a Sentinel's master), a pause that grows, within
+ * the deadline: -1 when interrupted. */
+static int
+pause_again(struct node *n, int intr_fd)
+{
+	n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
+	return clock_sleep_until(time_min(clock_now() + n->pause, n->deadline), intr_fd);
+}
+
 /* Finds node n's master again and sends it every request still outstanding. */
 static enum conn_result
 send_again(const struct nodes *ns, struct node *n, int intr_fd)
 {
 	enum conn_result res;
 
-	n->resends++;
 	conn_reset(n->conn);
 	if ((res = reopen(n, n->deadline, intr_fd)) != CONN_OK)
 		return res;
@@ -446,7 +460,16 @@ take_again(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 
 	reply_free(a->reply);
 	a->reply = NULL;
-	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+	n->resends++;
+	n->moving = true;
+	/* A master the Sentinels name that cannot be reached (killed, and not replaced yet) is
+	 * looked for again after a pause that grows, until the deadline, once it answered this
+	 * run: a failover takes the Sentinels' down-after-milliseconds and more. */
+	while ((res = send_again(ns, n, intr_fd)) != CONN_OK && res != CONN_INTERRUPTED &&
+	       n->sentinel && n->reached && clock_now() < n->deadline)
+		if (pause_again(n, intr_fd) < 0)
+			return INTERRUPTED;
+	if (res == CONN_OK)
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;
@@ -523,14 +546,6 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	return TAKEN;
 }
 
-/* Sleeps before asking a cluster again, a pause that grows, within the deadline: -1 when
- * interrupted. */
-static int
-pause_again(struct node *n, int intr_fd)
-{
-	n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
-	return clock_sleep_until(time_min(clock_now() + n->pause, n->deadline), intr_fd);
-}
 
 /*
  * A cluster's answer that the request belongs elsewhere, or later: -MOVED (the slot's owner is
@@ -623,6 +638,11 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	a->maybe_landed = false;
 	if (n->early != CONN_OK) {
 		a->result = n->early;
+		n->early = CONN_OK;
+		/* A master that was there this run, gone as the request was to go out. */
+		if (n->sentinel && n->reached && a->result != CONN_REFUSED &&
+		    clock_now() < n->deadline && (t = take_again(ns, n, a, intr_fd)) != TAKEN)
+			return t;
 		clear_asks(n);
 		return TAKEN;
 	}
@@ -658,6 +678,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	n->asks--;
 	n->redirects = n->seeds_tried = 0;
 	n->pause = 0;
+	n->moving = false;
 	return TAKEN;
 }
 
@@ -666,9 +687,10 @@ static enum take
 take_moved(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 {
 	struct node *n = &ns->node[i];
-	enum conn_result res = send_again(ns, n, intr_fd);
+	enum conn_result res;
 
-	if (res == CONN_OK)
+	n->resends++;
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;

@@ -99,7 +99,8 @@ bool nodes_reached(const struct nodes *ns, size_t i);
 /* Whether node i still owes an answer. */
 bool nodes_outstanding(const struct nodes *ns, size_t i);
 /* Whether a request outstanding was sent again elsewhere as the server it was on is gone (a
- * cluster's slot owner, killed or failed over): its answer may take as long as a failover. */
+ * Sentinel's master or a cluster's slot owner, killed or failed over): its answer may take as
+ * long as a failover. */
 bool nodes_moving(const struct nodes *ns);
 /* The answers still outstanding are not waited for: they are dropped as they come. */
 void nodes_forget(struct nodes *ns);

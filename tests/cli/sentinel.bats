@@ -170,6 +170,45 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output second
 }
 
+@test "a failover that lost the fence's last increments: fences never repeat nor go back" {
+	local old f1 f2 f3 f4
+	old=$(redis_port m1)
+	f1=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	fence_on_m2() { [[ $(rcli_on m2 get '{job}:fence') == "$1" ]]; }
+	wait_until 5 fence_on_m2 "$f1"
+	f2=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	f3=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	wait_until 5 fence_on_m2 "$f3"
+	# Replication is asynchronous: the replica may miss the last grants. Here it has only
+	# the first when it is promoted.
+	rcli_on m2 config set replica-read-only no >/dev/null
+	rcli_on m2 set '{job}:fence' "$f1" >/dev/null
+	wait_until 10 failover_accepted
+	wait_until 30 failover_done "$old"
+	f4=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	echo "fences: $f1 $f2 $f3, then after the failover $f4" >&2
+	((f1 < f2 && f2 < f3 && f3 < f4))
+}
+
+@test "the master killed as the command ends: the release reaches the promoted replica" {
+	local old
+	old=$(redis_port m1)
+	"$RR" -t 20s job -- sh -c 'touch "$1/started"; until [ -e "$1/go" ]; do sleep 0.05; done' \
+		sh "$dir" 2>"$dir/err" &
+	local pid=$!
+	wait_until 5 test -e "$dir/started"
+	wait_until 5 held_on m2 job
+	redis_stop m1
+	touch "$dir/go"
+	reap "$pid"
+	cat "$dir/err"
+	assert_equal "$status" 0
+	! grep -q "cannot release" "$dir/err"
+	# Released on the new master as soon as there was one, not left there for the 20s lease.
+	failover_done "$old"
+	free_on m2 job
+}
+
 @test "the master frozen until the replica is promoted: never two commands at once" {
 	local old
 	old=$(master_port)
