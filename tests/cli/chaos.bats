@@ -75,7 +75,6 @@ sentinel_forced_failover() {
 	wait_until 30 failover_done "$old"
 	wait_until 40 sentinel_settled 2
 }
-failover_accepted() { [[ $(scli "$1" sentinel failover "$SENTINEL_MASTER") == OK ]]; }
 sentinel_kill_master() {
 	local old name
 	wait_until 10 streams 2 -p "$(master_port)" # (the last fault's resync)

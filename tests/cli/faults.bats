@@ -52,6 +52,16 @@ teardown() {
 	assert_output --partial "stopping the command"
 }
 
+@test "the server restarted empty between two runs: the fence does not go back" {
+	local before after
+	before=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	redis_stop fault
+	redis_start fault
+	after=$("$RR" job -c 'echo $REDLOCK_FENCE')
+	echo "fence $before, then $after" >&2
+	((after > before))
+}
+
 @test "the key deleted behind our back: the next renewal sees it, command and grandchild stop" {
 	"$RR" -t 600ms job -c "sleep 300 & echo \$! > $dir/grandchild; wait" 2>"$dir/err" &
 	p=$!

@@ -185,6 +185,9 @@ server_on() {
 	done
 	return 1
 }
+# failover_accepted [SENTINEL]: Sentinel s1 (or SENTINEL) starts a failover when told to (it
+# refuses while it has no replica it deems fit: a caller polls it).
+failover_accepted() { [[ $(scli "${1:-s1}" sentinel failover "$SENTINEL_MASTER") == OK ]]; }
 # failover_done OLD_PORT: the Sentinels name another master, which says it is one.
 failover_done() {
 	local port

@@ -1,4 +1,5 @@
 /* cluster: where a slot's owner is, as -MOVED and -ASK answers say, and the seeds in turn. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -53,10 +54,24 @@ main(void)
 	CHECK_STR(cluster_target(c)->host, "::1");
 	CHECK(cluster_asked(c, "ASK 3999") == NULL);
 
-	/* The owner unreachable: back to the URL's server. */
+	/* The owner unreachable: back to the URL's server; then, in turn, the nodes that the
+	 * redirects named (each once), which may say where the slot went. */
 	CHECK(cluster_next_seed(c));
 	CHECK_STR(cluster_target(c)->host, "10.0.0.1");
 	CHECK_INT(cluster_target(c)->port, 7000);
+	const char *const places[] = { "10.0.0.2:7001", "10.0.0.2:7002", "10.0.0.2:7003",
+				       "::1:7004", "10.0.0.1:7000" };
+	for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
+		char at[64];
+		CHECK(cluster_next_seed(c));
+		snprintf(at, sizeof(at), "%s:%u", cluster_target(c)->host, cluster_target(c)->port);
+		CHECK_STR(at, places[i]);
+	}
+	/* Another thread's knows them too. */
+	cluster_free(like);
+	CHECK((like = cluster_new_like(c)) != NULL);
+	CHECK(cluster_next_seed(like));
+	CHECK_STR(cluster_target(like)->host, "10.0.0.2");
 	cluster_free(c);
 	cluster_free(like);
 

@@ -120,6 +120,30 @@ main(void)
 	/* The watchdog's copy knows what each node holds. */
 	struct nodes *like = nodes_new_like(ns);
 	CHECK_INT(nodes_lease_end(like), 100);
+	CHECK(!nodes_hold_all(like));
+	nodes_hold(like, 1, 300);
+	CHECK(nodes_hold_all(like));
+
+	/* Watching the idle connections it opened: a server that closes one (as a restart
+	 * does) is told at once; otherwise the watch lasts until its end, or an interruption. */
+	nodes_open(like, clock_now() + NS_PER_S, -1);
+	size_t broke = 99;
+	t0 = clock_now();
+	CHECK_INT(nodes_watch(like, t0 + 200 * NS_PER_MS, -1, &broke), CONN_TIMEOUT);
+	CHECK(clock_now() - t0 >= 200 * NS_PER_MS);
+	CHECK_INT(broke, 99);
+	struct conn *admin = conn_new(&urls[0]);
+	CHECK(admin != NULL);
+	CHECK_INT(conn_open(admin, clock_now() + NS_PER_S, -1), CONN_OK);
+	CHECK_STR(redis_fixture_call(admin, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes",
+				     NULL),
+		  "1");
+	t0 = clock_now();
+	CHECK_INT(nodes_watch(like, t0 + 5 * NS_PER_S, -1, &broke), CONN_OK);
+	CHECK_INT(broke, 0);
+	CHECK(clock_now() - t0 < 2 * NS_PER_S);
+	CHECK_INT(nodes_watch(like, clock_now() + 5 * NS_PER_S, intr[0], &broke), CONN_INTERRUPTED);
+	conn_free(admin);
 	nodes_free(like);
 
 	nodes_free(ns);
