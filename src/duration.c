@@ -1,18 +1,41 @@
 #include "duration.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
 #include "util.h"
 
-/* The units; a bare number counts seconds. */
+/* The units, as systemd spells them (people paste durations from unit files); a bare number
+ * alone counts seconds. Longer spellings first: "ms" is not "m" and an "s". */
 static const struct {
 	const char *suffix;
 	int64_t ns;
 } units[] = {
-	{ "ms", NS_PER_MS },      { "s", NS_PER_S }, { "m", 60 * NS_PER_S },
-	{ "h", 3600 * NS_PER_S }, { "", NS_PER_S },
+	{ "usec", NS_PER_US },
+	{ "us", NS_PER_US },
+	{ "\xc2\xb5s", NS_PER_US }, /* µs */
+	{ "msec", NS_PER_MS },
+	{ "ms", NS_PER_MS },
+	{ "seconds", NS_PER_S },
+	{ "second", NS_PER_S },
+	{ "sec", NS_PER_S },
+	{ "s", NS_PER_S },
+	{ "minutes", 60 * NS_PER_S },
+	{ "minute", 60 * NS_PER_S },
+	{ "min", 60 * NS_PER_S },
+	{ "m", 60 * NS_PER_S },
+	{ "hours", 3600 * NS_PER_S },
+	{ "hour", 3600 * NS_PER_S },
+	{ "hr", 3600 * NS_PER_S },
+	{ "h", 3600 * NS_PER_S },
+	{ "days", 86400 * NS_PER_S },
+	{ "day", 86400 * NS_PER_S },
+	{ "d", 86400 * NS_PER_S },
+	{ "weeks", 604800 * NS_PER_S },
+	{ "week", 604800 * NS_PER_S },
+	{ "w", 604800 * NS_PER_S },
 };
 
 static int
@@ -21,32 +44,29 @@ is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-enum duration_result
-duration_parse(const char *s, int64_t *out)
+/* The unit at *p, which is moved past it: its length in ns, or 0 for none. A unit is followed
+ * by the end, a space or the next number. */
+static int64_t
+take_unit(const char **p)
 {
-	const char *p = s, *whole = s, *frac = NULL;
-	size_t whole_len, frac_len = 0;
-	int64_t unit = 0, ns = 0;
-
-	while (is_digit(*p))
-		p++;
-	whole_len = (size_t)(p - whole);
-	if (*p == '.') {
-		frac = ++p;
-		while (is_digit(*p))
-			p++;
-		frac_len = (size_t)(p - frac);
-	}
-	if (whole_len + frac_len == 0 || (frac && frac_len == 0))
-		return DURATION_INVALID;
 	for (size_t i = 0; i < ARRAY_LEN(units); i++) {
-		if (strcmp(p, units[i].suffix) == 0) {
-			unit = units[i].ns;
-			break;
+		size_t n = strlen(units[i].suffix);
+		char after = (*p)[n];
+		if (strncmp(*p, units[i].suffix, n) == 0 &&
+		    (after == '\0' || after == ' ' || after == '.' || is_digit(after))) {
+			*p += n;
+			return units[i].ns;
 		}
 	}
-	if (!unit)
-		return DURATION_INVALID;
+	return 0;
+}
+
+/* One term, "<digits>[.<digits>]" and its unit (unit 0: none), added to *total. */
+static enum duration_result
+add_term(const char *whole, size_t whole_len, const char *frac, size_t frac_len, int64_t unit,
+	 int64_t *total)
+{
+	int64_t ns = 0;
 
 	for (size_t i = 0; i < whole_len; i++) {
 		int64_t digit = whole[i] - '0';
@@ -65,7 +85,63 @@ duration_parse(const char *s, int64_t *out)
 			return DURATION_RANGE;
 		ns += (frac[i] - '0') * unit;
 	}
-	*out = ns;
+	if (*total > INT64_MAX - ns)
+		return DURATION_RANGE;
+	*total += ns;
+	return DURATION_OK;
+}
+
+enum duration_result
+duration_parse(const char *s, int64_t *out)
+{
+	const char *p = s;
+	int64_t total = 0;
+	size_t terms = 0;
+	bool bare = false;
+
+	while (*p) {
+		const char *whole = p, *frac = NULL, *q;
+		size_t whole_len, frac_len = 0;
+		int64_t unit;
+		enum duration_result r;
+
+		/* Terms may be apart ("1h 30min"), never at the ends. */
+		if (terms && *p == ' ') {
+			while (*p == ' ')
+				p++;
+			whole = p;
+		}
+		while (is_digit(*p))
+			p++;
+		whole_len = (size_t)(p - whole);
+		if (*p == '.') {
+			frac = ++p;
+			while (is_digit(*p))
+				p++;
+			frac_len = (size_t)(p - frac);
+		}
+		if (whole_len + frac_len == 0 || (frac && frac_len == 0))
+			return DURATION_INVALID;
+		/* A unit may stand apart from its number ("2 h"). */
+		q = p;
+		while (*q == ' ')
+			q++;
+		if ((unit = take_unit(&q)))
+			p = q;
+		if (!unit) {
+			/* A bare number is seconds, when it is all there is. */
+			if (terms || *p)
+				return DURATION_INVALID;
+			bare = true;
+			unit = NS_PER_S;
+		}
+		if ((r = add_term(whole, whole_len, frac, frac_len, unit, &total)) != DURATION_OK)
+			return r;
+		terms++;
+	}
+	if (!terms && !bare)
+		return DURATION_INVALID;
+	*out = total;
 	return DURATION_OK;
 }
 

@@ -1,7 +1,11 @@
 /*
- * Durations as the command line writes them: "250ms", "30s", "5m", "1h", or a bare number
+ * Durations as the command line writes them, in systemd's spellings (people paste them from
+ * unit files): "250ms", "30s", "5m", "10min", "1h30m", "1h 30min", "2d", "1w", or a bare number
  * of seconds; fractions allowed ("1.5", "0.25s"), as flock's -w takes them.
  */
+
+/* The accepted forms, for messages. */
+#define DURATION_FORMS "250ms, 1.5s, 30s, 10min, 1h30m, 2d, or a number of seconds (90, 1.5)"
 #ifndef REDLOCK_DURATION_H
 #define REDLOCK_DURATION_H
 

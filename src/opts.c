@@ -122,7 +122,7 @@ opts_print_help(FILE *out)
 		"  -h, --help                 show this help and exit",
 		"  -V, --version              show the version and exit",
 		"",
-		"DURATION is 250ms, 30s, 5m, 1h, or a number of seconds (1.5).",
+		"DURATION is 250ms, 1.5s, 30s, 10min, 1h30m, 2d, or a number of seconds (90).",
 		"URL is redis://[user[:password]@]host[:port][/db], rediss://... (TLS),",
 		"unix://[user[:password]@]/path/to/redis.sock[?db=N], the master that",
 		"Sentinels name: redis+sentinel://[user[:password]@]host[:port][,host[:port]...]",
@@ -182,7 +182,7 @@ take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t
 	if (d == DURATION_OK)
 		return true;
 	usage_error(err, size, "invalid %s '%s'%s", what, arg,
-		    d == DURATION_RANGE ? ": too long" : "");
+		    d == DURATION_RANGE ? ": too long" : " (durations: " DURATION_FORMS ")");
 	return false;
 }
 

@@ -38,6 +38,19 @@ main(void)
 	parses("1.000000001", NS_PER_S + 1);
 	parses("0.0000000019", 1); /* digits below a nanosecond are dropped */
 	parses("9223372036", 9223372036 * NS_PER_S);
+	/* systemd's spellings, as people paste them from unit files. */
+	parses("10min", 600 * NS_PER_S);
+	parses("1h30m", 5400 * NS_PER_S);
+	parses("1h 30min", 5400 * NS_PER_S);
+	parses("2d", 2 * 86400 * NS_PER_S);
+	parses("1w", 7 * 86400 * NS_PER_S);
+	parses("1sec", NS_PER_S);
+	parses("2 hours", 7200 * NS_PER_S);
+	parses("55s500ms", 55500 * NS_PER_MS);
+	parses("1.5h", 5400 * NS_PER_S);
+	parses("500us", 500 * NS_PER_US);
+	parses("500\xc2\xb5s", 500 * NS_PER_US);
+	parses("90", 90 * NS_PER_S);
 
 	rejects("", DURATION_INVALID);
 	rejects("abc", DURATION_INVALID);
@@ -53,9 +66,17 @@ main(void)
 	rejects("ms", DURATION_INVALID);
 	rejects("inf", DURATION_INVALID);
 	rejects("0x10", DURATION_INVALID);
-	rejects("1sec", DURATION_INVALID);
 	rejects("1S", DURATION_INVALID);
 	rejects("1s5", DURATION_INVALID);
+	rejects("1h 30", DURATION_INVALID); /* a bare number only alone */
+	rejects("30 1h", DURATION_INVALID);
+	rejects("1h  ", DURATION_INVALID);
+	rejects("1hh", DURATION_INVALID);
+	rejects("1mo", DURATION_INVALID);
+	rejects("1h,30m", DURATION_INVALID);
+	rejects("1 2", DURATION_INVALID);
+	rejects("100000w", DURATION_RANGE);
+	rejects("200000d 200000d", DURATION_RANGE);
 	rejects("9223372037", DURATION_RANGE);
 	rejects("99999999999999999999999", DURATION_RANGE);
 	rejects("3000000h", DURATION_RANGE);

@@ -151,7 +151,14 @@ main(void)
 	REFUSED("invalid TTL '0': at least 100ms", "-t", "0", "k", "true");
 	REFUSED("invalid TTL '99ms': at least 100ms", "-t", "99ms", "k", "true");
 	REFUSED("invalid TTL '-5'", "-t", "-5", "k", "true");
-	REFUSED("invalid TTL 'abc'", "-t", "abc", "k", "true");
+	REFUSED("invalid TTL 'abc' (durations: 250ms, 1.5s, 30s, 10min, 1h30m, 2d, or a number of "
+		"seconds (90, 1.5))",
+		"-t", "abc", "k", "true");
+	/* systemd's spellings, pasted from a unit file. */
+	CHECK_INT(PARSE("-t", "1h 30min", "-w", "10min", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.ttl, 5400 * NS_PER_S);
+	CHECK_INT(o.wait, 600 * NS_PER_S);
+	DONE();
 	REFUSED("invalid TTL '99999999999999999999': too long", "-t", "99999999999999999999", "k",
 		"true");
 
