@@ -45,13 +45,18 @@ close_all_but(int keep)
  * that may have threads.
  */
 static _Noreturn void
-run_guard(int fd)
+run_guard(int fd, char *title, size_t title_size, const char *name)
 {
 	struct sigaction ignore = { .sa_handler = SIG_IGN };
 	sigset_t none;
 	pid_t pgid;
 	char byte;
 	ssize_t n;
+
+	/* A name of its own, so that ps and pgrep do not count it as a second redlock-run. */
+	prctl(PR_SET_NAME, "redlock-guard");
+	for (size_t i = 0; i < title_size; i++) /* NUL-terminated, whatever it cuts */
+		title[i] = i + 1 < title_size && *name ? *name++ : '\0';
 
 	/* No signal may take the guard away early: not one meant for redlock-run's own
 	 * group, not one a user sends it by mistake. */
@@ -102,20 +107,41 @@ child_init(struct child *ch)
 	ch->guard_fd = ch->tty_fd = -1;
 }
 
+/* Our command line's bytes (argv's strings, one after the other), which the guard writes its
+ * own over: *size is 0 when there are none. */
+static char *
+title_area(char *argv[], size_t *size)
+{
+	char *end;
+
+	*size = 0;
+	if (!argv || !argv[0])
+		return NULL;
+	end = argv[0] + strlen(argv[0]) + 1;
+	for (size_t i = 1; argv[i] == end; i++)
+		end = argv[i] + strlen(argv[i]) + 1;
+	*size = (size_t)(end - argv[0]);
+	return argv[0];
+}
+
 int
-child_prepare(struct child *ch)
+child_prepare(struct child *ch, char *argv[])
 {
 	int fds[2];
+	char name[64];
+	size_t title_size;
+	char *title = title_area(argv, &title_size);
 
 	if (ch->guard > 0)
 		return 0;
+	snprintf(name, sizeof(name), "redlock-guard of %ld", (long)getpid());
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		ch->guard_error = errno;
 		return -1;
 	}
 	ch->guard = fork();
 	if (ch->guard == 0)
-		run_guard(fds[0]);
+		run_guard(fds[0], title, title_size, name);
 	ch->guard_error = errno;
 	close(fds[0]);
 	if (ch->guard < 0) {

@@ -30,8 +30,11 @@ void child_init(struct child *ch);
  * fork cheap): a waiter does not pay for it between the release it is woken by and its
  * command's start. Does nothing the second time. 0, or -1 with errno set (child_spawn then
  * fails the same way). child_free sends the guard away if no command is started.
+ *
+ * The guard goes by a name of its own in ps and pgrep: "redlock-guard", and with argv (our
+ * main's, or NULL), the command line "redlock-guard of PID" written over ours.
  */
-int child_prepare(struct child *ch);
+int child_prepare(struct child *ch, char *argv[]);
 
 /*
  * Starts the command, watched by child_prepare's guard: argv[0] is looked up in PATH, envp is

@@ -240,7 +240,7 @@ main(int argc, char *argv[])
 	 * buffers, the fork took twice as long, and so did every page we wrote after it. A
 	 * failure is child_spawn's to report. */
 	child_init(&child);
-	child_prepare(&child);
+	child_prepare(&child, argv);
 	if (lock_init(&lock, o.key, o.ttl) < 0)
 		fatal_errno(STATUS_OSERR, "cannot make a lock token");
 	if (!(nodes = nodes_new(o.urls, o.nurls)))

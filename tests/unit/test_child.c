@@ -61,7 +61,7 @@ check_guard(void)
 		close(report[0]);
 		signals_init(&s);
 		child_init(&ch);
-		if (child_prepare(&ch) < 0 || pipe(started) < 0)
+		if (child_prepare(&ch, NULL) < 0 || pipe(started) < 0)
 			_exit(98);
 		close(held[1]); /* now only the guard could hold it */
 		snprintf(script, sizeof(script), "sleep 30 & echo >&%d; wait", started[1]);
@@ -92,7 +92,7 @@ check_guard(void)
 }
 
 int
-main(void)
+main(int argc, char *argv[])
 {
 	int sig;
 
@@ -136,7 +136,7 @@ main(void)
 	pid_t guard;
 	CHECK_INT(signals_init(&s), 0);
 	child_init(&ch);
-	CHECK_INT(child_prepare(&ch), 0);
+	CHECK_INT(child_prepare(&ch, NULL), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "/nonexistent/command", NULL }, env, &s), 0);
 	waitpid(ch.pid, &status, 0);
 	CHECK_INT(child_exit_status(status, &sig), STATUS_NOT_FOUND);
@@ -145,7 +145,7 @@ main(void)
 	char plain[] = "/tmp/redlock-test-plain.XXXXXX";
 	close(mkstemp(plain)); /* mode 0600: not executable */
 	child_init(&ch);
-	CHECK_INT(child_prepare(&ch), 0);
+	CHECK_INT(child_prepare(&ch, NULL), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ plain, NULL }, env, &s), 0);
 	unlink(plain);
 	waitpid(ch.pid, &status, 0);
@@ -153,7 +153,7 @@ main(void)
 	child_finish(&ch, 0);
 	child_free(&ch);
 	child_init(&ch);
-	CHECK_INT(child_prepare(&ch), 0);
+	CHECK_INT(child_prepare(&ch, NULL), 0);
 	CHECK_INT(child_spawn(&ch, (char *[]){ "sh", "-c", "exit 3", NULL },
 			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, &s),
 		  0);
@@ -168,11 +168,36 @@ main(void)
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* and the guard reaped */
 
 	/* A guard readied for a command that never starts goes away when told; and without
-	 * a guard, no command starts. */
+	 * a guard, no command starts. It goes by a name of its own, in ps as in pgrep. */
 	child_init(&ch);
-	CHECK_INT(child_prepare(&ch), 0);
-	CHECK_INT(child_prepare(&ch), 0); /* the second time does nothing */
+	CHECK_INT(child_prepare(&ch, argc > 0 ? argv : NULL), 0);
+	CHECK_INT(child_prepare(&ch, NULL), 0); /* the second time does nothing */
 	guard = ch.guard;
+	char path[64], got[128] = "", want[64];
+	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)guard);
+	for (int tries = 0; tries < 200 && strcmp(got, "redlock-guard\n") != 0; tries++) {
+		FILE *f = fopen(path, "r");
+		got[0] = '\0';
+		if (f) {
+			if (!fgets(got, sizeof(got), f))
+				got[0] = '\0';
+			fclose(f);
+		}
+		if (strcmp(got, "redlock-guard\n") != 0)
+			usleep(10000); /* a bounded poll: it names itself first thing */
+	}
+	CHECK_STR(got, "redlock-guard\n");
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)guard);
+	snprintf(want, sizeof(want), "redlock-guard of %ld", (long)getpid());
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (f) {
+		size_t n = fread(got, 1, sizeof(got) - 1, f);
+		got[n] = '\0';
+		fclose(f);
+	}
+	CHECK_STR(got, want); /* one string: the rest is NUL */
+	CHECK(strlen(argv[0]) > 0 && strstr(argv[0], "test_child")); /* ours is ours still */
 	child_free(&ch);
 	CHECK(ch.guard == 0);
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1);
