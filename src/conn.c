@@ -455,11 +455,14 @@ hello_answer(struct conn *c, const redisReply *r)
 			fail(c, CONN_REFUSED, "cannot select db %d on %s: %s", c->url->db,
 			     c->address, r->str);
 		else if (c->url->user)
-			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %s",
-			     c->url->user, c->address, r->str);
+			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %s%s%s",
+			     c->url->user, c->address, r->str,
+			     c->url->password_from ? "; the password came from " : "",
+			     c->url->password_from ? c->url->password_from : "");
 		else
-			fail(c, CONN_REFUSED, "authentication refused by %s: %s", c->address,
-			     r->str);
+			fail(c, CONN_REFUSED, "authentication refused by %s: %s%s%s", c->address,
+			     r->str, c->url->password_from ? "; the password came from " : "",
+			     c->url->password_from ? c->url->password_from : "");
 		return;
 	}
 	if (!c->hello_auth && !c->hello_select)

@@ -375,6 +375,30 @@ parse_command(struct opts *o, char **rest, int nrest, const char *shell_string, 
 	return OPTS_RUN;
 }
 
+/* A password without the line ending that a secret made from a file ends with (a Kubernetes
+ * Secret, systemd's LoadCredential=, echo): len is its length, which this shortens. */
+static void
+strip_line_end(char *password, size_t *len)
+{
+	while (*len > 0 && (password[*len - 1] == '\n' || password[*len - 1] == '\r'))
+		password[--*len] = '\0';
+}
+
+/* A copy of a password from the environment, without its line ending: a string to free, or NULL
+ * when out of memory. */
+static char *
+env_password(const char *value)
+{
+	char *p = strdup(value);
+	size_t len;
+
+	if (p) {
+		len = strlen(p);
+		strip_line_end(p, &len);
+	}
+	return p;
+}
+
 /*
  * The first line of a password file (systemd's LoadCredential=, a container's secret), without
  * its line ending: a string to free, or NULL with a usage error in err. what names the file's
@@ -395,8 +419,7 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 		line[0] = '\0';
 	fclose(f);
 	len = strlen(line);
-	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-		line[--len] = '\0';
+	strip_line_end(line, &len);
 	if (len == 0) {
 		usage_error(err, size, "%s '%s': no password on its first line", what, path);
 		return NULL;
@@ -421,7 +444,7 @@ sentinel_credentials(struct redis_url *u)
 
 	if (user && *user && !(u->sentinel_user = strdup(user)))
 		return -1;
-	if (password && *password && !(u->sentinel_password = strdup(password)))
+	if (password && *password && !(u->sentinel_password = env_password(password)))
 		return -1;
 	return 0;
 }
@@ -438,7 +461,7 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 {
 	char why[256], *password = NULL, a[300], b[300];
 	const char *env_file = getenv("REDLOCK_PASSWORD_FILE");
-	const char *env_password = getenv("REDLOCK_PASSWORD");
+	const char *env_value = getenv("REDLOCK_PASSWORD");
 	enum opts_action out = OPTS_RUN;
 
 	if (password_file || (env_file && *env_file)) {
@@ -447,8 +470,13 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 					      password_file ? password_file : env_file, err, size);
 		if (!password)
 			return OPTS_USAGE_ERROR;
-	} else if (env_password && *env_password && !(password = strdup(env_password))) {
-		return usage_error(err, size, "out of memory");
+		snprintf(o->password_from, sizeof(o->password_from), "%s %s",
+			 password_file ? "--password-file" : "$REDLOCK_PASSWORD_FILE",
+			 password_file ? password_file : env_file);
+	} else if (env_value && *env_value) {
+		if (!(password = env_password(env_value)))
+			return usage_error(err, size, "out of memory");
+		snprintf(o->password_from, sizeof(o->password_from), "$REDLOCK_PASSWORD");
 	}
 	for (o->nurls = 0; o->nurls < n; o->nurls++) {
 		struct redis_url *u = &o->urls[o->nurls];
@@ -467,9 +495,11 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 				break;
 			}
 		}
-		if (out == OPTS_RUN && !u->password && password &&
-		    !(u->password = strdup(password)))
-			out = usage_error(err, size, "out of memory");
+		if (out == OPTS_RUN && !u->password && password) {
+			if (!(u->password = strdup(password)))
+				out = usage_error(err, size, "out of memory");
+			u->password_from = o->password_from;
+		}
 		if (out == OPTS_RUN && u->master && sentinel_credentials(u) < 0)
 			out = usage_error(err, size, "out of memory");
 		if (out != OPTS_RUN) {

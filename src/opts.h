@@ -35,6 +35,7 @@ struct opts {
 	char **command;                      /* COMMAND's argv, NULL-terminated */
 	struct redis_url urls[URL_LIST_MAX]; /* the servers: one, or a Redlock quorum */
 	size_t nurls;
+	char password_from[4200]; /* where the URLs' password came from, when not from them */
 	int64_t ttl;         /* the lease, in ns */
 	int64_t wait;        /* how long to wait for the lock: ns, 0 (-n), or forever */
 	int conflict_status; /* -E */

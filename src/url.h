@@ -42,6 +42,9 @@ struct redis_url {
 	struct url_host *hosts;
 	size_t nhosts;
 	char *sentinel_user, *sentinel_password; /* set by the caller, or NULL */
+	/* Where password came from, when not from the URL ("$REDLOCK_PASSWORD", "--password-file
+	 * /run/secret"), for a message that says which one a server refused; or NULL. */
+	const char *password_from;
 };
 
 #define URL_DEFAULT "redis://127.0.0.1:6379"

@@ -254,11 +254,18 @@ section() {
 	assert_output ran
 	run "$REDLOCK_RUN" -r "unix://:right%20horse@$(redis_sock locked)" job -- echo ran
 	assert_output ran
+	# A Kubernetes Secret made from a file ends with a line feed, which is no part of it.
+	run env REDLOCK_PASSWORD=$'right horse\n' "$REDLOCK_RUN" -r "$url" job -- echo ran
+	assert_output ran
 	run --separate-stderr env REDLOCK_PASSWORD='battery staple' "$REDLOCK_RUN" -r "$url" job -- echo never
 	assert_equal "$status" 69
 	assert_equal "$output" ""
-	[[ $stderr == "redlock-run: authentication refused by $(redis_sock locked): WRONGPASS"* ]]
+	[[ $stderr == "redlock-run: authentication refused by $(redis_sock locked): WRONGPASS"*"; the password came from \$REDLOCK_PASSWORD" ]]
 	[[ $stderr != *battery* ]]
+	echo 'battery staple' >"$BATS_TEST_TMPDIR/secret"
+	run --separate-stderr "$REDLOCK_RUN" --password-file "$BATS_TEST_TMPDIR/secret" -r "$url" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"; the password came from --password-file $BATS_TEST_TMPDIR/secret" ]]
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *NOAUTH* ]]

@@ -257,9 +257,17 @@ main(void)
 	CHECK_INT(PARSE("-r", "redis://alice@h", "k", "true"), OPTS_RUN);
 	CHECK_STR(o.urls[0].user, "alice");
 	CHECK_STR(o.urls[0].password, "from-env");
+	CHECK_STR(o.urls[0].password_from, "$REDLOCK_PASSWORD");
 	DONE();
 	CHECK_INT(PARSE("-r", "redis://:in-url@h", "k", "true"), OPTS_RUN);
 	CHECK_STR(o.urls[0].password, "in-url");
+	CHECK(o.urls[0].password_from == NULL);
+	DONE();
+	/* A Kubernetes Secret made from a file ends with a line feed, which is no part of the
+	 * password. */
+	setenv("REDLOCK_PASSWORD", "from-a-file\r\n", 1);
+	CHECK_INT(PARSE("-r", "redis://h", "k", "true"), OPTS_RUN);
+	CHECK_STR(o.urls[0].password, "from-a-file");
 	DONE();
 	setenv("REDLOCK_PASSWORD", "", 1);
 	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
@@ -277,7 +285,7 @@ main(void)
 
 	/* A Sentinel URL's Sentinels get credentials of their own from the environment. */
 	setenv("REDLOCK_SENTINEL_USER", "watcher", 1);
-	setenv("REDLOCK_SENTINEL_PASSWORD", "s-pw", 1);
+	setenv("REDLOCK_SENTINEL_PASSWORD", "s-pw\n", 1);
 	CHECK_INT(PARSE("-r", "redis+sentinel://:m-pw@s1/main", "-r", "redis://h", "k", "true"),
 		  OPTS_RUN);
 	CHECK_STR(o.urls[0].password, "m-pw");
