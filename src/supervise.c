@@ -29,7 +29,8 @@ struct state {
 	int64_t lease_end;         /* when the lease stops being ours, on our clock */
 	int64_t renewed_at;        /* when the last good renewal (or the acquire) was sent */
 	int64_t max_hold_at;       /* TIME_NEVER without --max-hold */
-	int64_t kill_at;           /* a SIGKILL is due then (TIME_NEVER: none) */
+	int64_t kill_at;           /* a SIGKILL is due then, as the grace period (or the lost
+				    * lease) says (TIME_NEVER: none); see kill_time */
 	enum stop_reason stopping; /* why the command is being stopped, if it is */
 	bool lost;
 	bool gone;    /* the key is no longer ours: the lease protects nothing now */
@@ -116,6 +117,21 @@ act_on_loss(const struct supervision *s, struct state *st, int64_t kill_at)
 		begin_stop(s, st, STOP_LOST, SIGTERM, kill_at);
 }
 
+/*
+ * When the SIGKILL due at kill_at goes out: then, unless what is being stopped (the command, or
+ * what it left) would outlive a lease that may still be ours. The lease's end moves with every
+ * renewal, so while renewals succeed the whole grace period is given; it is cut only when the
+ * lease itself is about to end. Once the key is gone, the grace period is the user's to keep.
+ */
+static int64_t
+kill_time(const struct supervision *s, const struct state *st)
+{
+	if ((st->stopping != STOP_NONE || st->sweeping) && !st->gone &&
+	    s->on_lost != ON_LOST_IGNORE)
+		return time_min(st->kill_at, kill_deadline(st));
+	return st->kill_at;
+}
+
 /* A watchdog event. Signals go out before anything is said: a message never delays them. */
 static void
 on_event(const struct supervision *s, struct state *st, const struct watchdog_event *ev)
@@ -189,13 +205,12 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 			  duration_format(now - st->renewed_at, since, sizeof(since)),
 			  st->last_error[0] ? st->last_error : "no answer yet", action(s->on_lost));
 	}
-	/* Whatever is being stopped, the command or what it left, never outlives a lease that
-	 * may still be ours; once the key is gone, the grace period is the user's to keep. */
-	if ((st->stopping != STOP_NONE || st->sweeping) && !st->gone &&
-	    s->on_lost != ON_LOST_IGNORE)
-		st->kill_at = time_min(st->kill_at, kill_deadline(st));
-	if (now >= st->kill_at) {
+	if (now >= kill_time(s, st)) {
 		child_signal(s->child, SIGKILL);
+		if (kill_time(s, st) < st->kill_at && st->kill_at != TIME_NEVER)
+			msg_info("the lease of %s ends before --grace does: SIGKILL %s early",
+				 s->lock->key,
+				 duration_format(st->kill_at - now, since, sizeof(since)));
 		st->kill_at = TIME_NEVER;
 		/* What SIGKILL leaves in the group is dead: zombies whose parent left the group
 		 * and never reaps them would keep a sweep waiting for ever. */
@@ -214,7 +229,7 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 static int64_t
 next_deadline(const struct supervision *s, const struct state *st, int64_t now)
 {
-	int64_t t = time_min(st->kill_at, watchdog_due(s->watchdog));
+	int64_t t = time_min(kill_time(s, st), watchdog_due(s->watchdog));
 
 	if (!st->exited && st->stopping == STOP_NONE)
 		t = time_min(t, st->max_hold_at);

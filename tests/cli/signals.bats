@@ -92,6 +92,19 @@ EOT
 	assert_output 0
 }
 
+@test "--max-hold with a --grace longer than the lease: the whole grace, while renewals succeed" {
+	# The lease (2s) is renewed through the stop: SIGKILL comes after the 4s of --grace, not
+	# when the lease that stood at SIGTERM would have ended (2s at most).
+	run --separate-stderr "$RR" -v -t 2s --max-hold 500ms --grace 4s job -c \
+		"trap 'date +%s%3N > $dir/term' TERM; while :; do sleep 0.05; done"
+	killed=$(now_ms)
+	assert_equal "$status" 124
+	echo "$stderr" >&2
+	((killed - $(cat "$dir/term") >= 3500))
+	[[ $stderr != *"ends before --grace"* ]]
+	[[ $stderr == *"renewed job"* ]]
+}
+
 @test "the command starts with the signal mask and dispositions redlock-run had on entry" {
 	# grep reads its own status: what it was started with, exactly
 	"$ENTRY" grep -E '^Sig(Blk|Ign)' /proc/self/status >"$dir/expected"
