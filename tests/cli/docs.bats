@@ -78,6 +78,15 @@ help_options() { "$REDLOCK_RUN" --help | sed -n '/^Options:/,/^$/p'; }
 	done
 }
 
+@test "man renders the page's header and footer without a BSD in them" {
+	command -v groff >/dev/null && command -v man >/dev/null || skip "man or groff is not installed"
+	run sh -c "man -l '$SOURCE_ROOT/man/redlock-run.1' 2>/dev/null | col -b"
+	[[ ${lines[0]} =~ ^REDLOCK-RUN\(1\)[[:space:]]+General\ Commands\ Manual[[:space:]]+REDLOCK-RUN\(1\)$ ]]
+	[[ ${lines[-1]} =~ ^redlock-run[[:space:]]+ ]]
+	[[ $output != *BSD* ]]
+	[[ $output == *"--limit 1 is the ordinary lock"* ]]
+}
+
 @test "the man page is clean for mandoc -Tlint" {
 	command -v mandoc >/dev/null || skip "mandoc is not installed (Debian: mandoc)"
 	# Whether the system's own pages are indexed is not the page's business.
