@@ -4,7 +4,8 @@
 #
 #   scripts/package.sh [--install] [OUTDIR]      (default OUTDIR: build-deb)
 #
-# The build runs in a copy of the tracked files, so the checkout stays as it is. It needs
+# The build runs in a copy of the tracked files (in a release tarball without git, of the
+# sources), so the checkout stays as it is. It needs
 # debhelper, dpkg-dev, fakeroot and lintian besides the build's own packages: they are
 # installed with apt-get when we are root or may sudo (Debian packages only; no apt source
 # is added).
@@ -27,8 +28,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src="$work/redlock-run-$version"
 mkdir "$src"
-# Tracked files and new ones not ignored: what a commit of this checkout would hold.
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	# Tracked files and new ones not ignored: what a commit of this checkout would hold.
+	git ls-files -z --cached --others --exclude-standard | xargs -0 -r cp --parents -t "$src"
+else
+	# A release tarball (meson dist) holds just the sources: all of them, but what a build
+	# here or a run of this script left behind.
+	find . -mindepth 1 -maxdepth 1 ! -name 'build*' ! -name '.git' -exec cp -a -t "$src" {} +
+fi
 
 echo "building redlock-run $version in $src" >&2
 (cd "$src" && dpkg-buildpackage -us -uc -b)
