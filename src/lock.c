@@ -92,6 +92,7 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	l->key = key;
 	l->ttl = ttl;
 	l->io_timeout = LOCK_IO_TIMEOUT;
+	l->connect_timeout = LOCK_IO_TIMEOUT;
 	if (make_token(l->value, sizeof(l->value)) < 0)
 		return -1;
 	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
@@ -192,6 +193,15 @@ call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline,
 		lens[1] = strlen(call->script->text);
 	}
 	nodes_send(ns, i, &cmd, deadline, intr_fd);
+}
+
+/* When a request to node i must be answered, for one otherwise due by deadline: by
+ * --connect-timeout when the node never answered this run, connecting included. */
+static int64_t
+due_from(const struct lock *l, const struct nodes *ns, size_t i, int64_t deadline)
+{
+	return nodes_reached(ns, i) ? deadline
+				    : time_min(deadline, time_add(clock_now(), l->connect_timeout));
 }
 
 /* The call, to every node. */
@@ -420,8 +430,9 @@ struct round {
 	size_t yes;     /* grants that count */
 	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
 	size_t held, refused, failed;
-	size_t answered;               /* nodes that answered, whatever they said, this time or
-					* before (see nodes_reached) */
+	size_t answered;               /* nodes that answered, whatever they said */
+	size_t reached;                /* nodes that failed, having answered this run before */
+	int64_t young_ready;           /* when enough young nodes count for a quorum */
 	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */
 	bool young_at[NODES_MAX];      /* it is young, and its grant does not count */
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -582,6 +593,15 @@ raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
 }
 
+/* "3s", or "less than 1s": a server's uptime in whole seconds, up, as a time ago. */
+static const char *
+uptime_ago(long long up, char *buf, size_t size)
+{
+	if (up <= 0)
+		return "less than 1s";
+	return duration_format(up > INT64_MAX / NS_PER_S ? TIME_NEVER : up * NS_PER_S, buf, size);
+}
+
 /*
  * Whether a grant from a server that has run for age seconds (-1: it did not say) is young: over
  * several nodes, a server whose data is younger than a lease may have lost in a restart a key
@@ -606,10 +626,21 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	char ran[32], counts[32];
 
 	if (a->result != CONN_OK) {
-		if (a->maybe_landed)
+		/* A request may have landed unanswered on a server that answered before; one that
+		 * never did (a wrong address, a TLS port, something else listening) took nothing
+		 * that its answer would not have said. */
+		if (a->maybe_landed && nodes_reached(ns, i))
 			unsure_mark(q, i, nodes_sent(ns, i));
-		rd->answered += nodes_reached(ns, i); /* an outage, not a wrong address */
-		failures_add(&rd->why, nodes_error(ns, i));
+		rd->reached += nodes_reached(ns, i); /* an outage, not a wrong address */
+		if (a->result == CONN_TIMEOUT && !nodes_reached(ns, i) &&
+		    strncmp(nodes_error(ns, i), "no reply from ", 14) == 0) {
+			char line[400], within[32];
+			snprintf(line, sizeof(line), "%s (--connect-timeout %s)", nodes_error(ns, i),
+				 duration_format(l->connect_timeout, within, sizeof(within)));
+			failures_add(&rd->why, line);
+		} else {
+			failures_add(&rd->why, nodes_error(ns, i));
+		}
 		if (a->result == CONN_REFUSED)
 			rd->refused++;
 		else
@@ -643,8 +674,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 				snprintf(rd->young_why, sizeof(rd->young_why),
 					 "%s restarted %s ago, less than a lease ago: it counts "
 					 "towards a quorum in %s",
-					 nodes_address(ns, i),
-					 duration_format(age * NS_PER_S, ran, sizeof(ran)),
+					 nodes_address(ns, i), uptime_ago(age, ran, sizeof(ran)),
 					 duration_format(wait, counts, sizeof(counts)));
 			break;
 		}
@@ -675,6 +705,14 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
  * (which no lease lock survives: see the man page; a new set of servers is young too). No once a
  * quorum can no longer say yes, or every node has answered.
  */
+static int
+earlier_first(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static enum verdict
 verdict(const struct nodes *ns, struct round *rd)
 {
@@ -836,7 +874,8 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	if (q->pipelined)
 		nodes_due(ns, 0, deadline); /* it went out already; its answer is due from now */
 	else
-		call_send_all(ns, &call, deadline, intr_fd);
+		for (size_t i = 0; i < n; i++)
+			call_send(ns, i, &call, due_from(l, ns, i, deadline), intr_fd, false);
 	q->pipelined = false;
 	while (verdict(ns, rd) == VERDICT_OPEN) {
 		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
@@ -875,8 +914,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			nodes_let_go(ns);
 			for (size_t i = 0; i < n; i++)
 				if (rd->granted[i])
-					nodes_hold(ns, i,
-						   lock_lease_deadline(l, nodes_sent(ns, i)));
+					nodes_hold(ns, i, rd->lease[i]);
 			l->valid_until = valid;
 			l->acquired_at = rd->start;
 			return ATTEMPT_ACQUIRED;
@@ -900,9 +938,15 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	if (rd->young && rd->yes + rd->young >= nodes_quorum(ns)) {
 		/* Young nodes alone stood in the way: they are waited for as a holder's lease
 		 * is (with -n too, the lock may well be held). */
+		int64_t ready[NODES_MAX];
+		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
 			if (rd->young_at[i])
-				rd->held_until[rd->held++] = rd->counts_at[i];
+				ready[k++] = rd->held_until[rd->held++] = rd->counts_at[i];
+		/* A quorum is ready once the (quorum - yes)-th young node counts, whatever the
+		 * others do: waited for at least that long. */
+		qsort(ready, k, sizeof(ready[0]), earlier_first);
+		rd->young_ready = ready[time_min((int64_t)(nodes_quorum(ns) - rd->yes), (int64_t)k) - 1];
 		set_error(l, "%s", rd->young_why);
 		if (rd->young == rd->held)
 			l->holder[0] = '\0'; /* nobody else was seen */
@@ -1105,7 +1149,8 @@ static enum lock_result
 wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
 	  int intr_fd)
 {
-	int64_t now = clock_now(), free_at = nodes_free_at(ns, rd->held_until, rd->held);
+	int64_t now = clock_now();
+	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
 	int64_t block, end, due;
 	char seconds[32];
 	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
@@ -1129,7 +1174,9 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		blocks = blocks || rd->waiting[i];
 	if (!blocks) {
-		/* Nobody's release can wake us (young nodes only): their time is waited out. */
+		/* Nobody's release can wake us (young nodes only): their time is waited out,
+		 * never less than a pause. */
+		end = time_min(time_max(end, now + 10 * NS_PER_MS), q->wait_deadline);
 		return clock_sleep_until(end, intr_fd) < 0 ? LOCK_INTERRUPTED : LOCK_ACQUIRED;
 	}
 	/*
@@ -1267,9 +1314,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			q.seen_held = q.seen_held || rd.held > 0;
 			/* Servers that answer, but not yet (a restart loading its data, replicas
 			 * that did not acknowledge: a failover under way), are ridden out as a
-			 * silence is, never taken for a wrong address; so are servers that do
-			 * not answer while the lock is seen held on others. */
-			if (nodes_verdict(ns, rd.answered, 0) == VERDICT_YES || rd.held)
+			 * silence is, never taken for a wrong address; so are servers that
+			 * answered earlier in this run, or do not answer while the lock is seen
+			 * held on others, from the first time on (LOCK_OUTAGE counts from then). */
+			if (nodes_verdict(ns, rd.answered, 0) == VERDICT_YES ||
+			    (q.answered_at < 0 &&
+			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES || rd.held)))
 				q.answered_at = clock_now();
 			out = retry_later(l, &q, intr_fd);
 			continue;
@@ -1317,25 +1367,27 @@ released(const struct reply *r, long long *up)
 	return reply_integer(reply_element(r, 0)) == 0 ? 0 : -1;
 }
 
+
 /*
- * Whether KEY, found gone (`got` and `up` from released()) on the server at address by a request
- * sent at `sent`, was lost with the server's data while it was ours: the server restarted after
- * the lock was taken and before `sent` (its uptime is in whole seconds: it restarted `up` ago or
- * up to a second before), or, when the request was asked only once, its fence counter is gone
- * too. If so, l->error says which.
+ * Whether KEY, found gone (`got` and `up` from released()) on the server at address, was lost
+ * with the server's data while it was ours. The request went out at `sent`, and its answer came
+ * just now: the server restarted between sent - up - 1s and now - up (its uptime is in whole
+ * seconds). Lost if it restarted after the lock was taken and before `before` (the release's
+ * first request; TIME_NEVER for a renewal), or, when the request was asked only once, if the
+ * fence counter is gone too. If so, l->error says which.
  */
 static bool
 lost_with_data(struct lock *l, const char *address, long long got, long long up, int64_t sent,
-	       bool asked_again)
+	       int64_t before, bool asked_again)
 {
-	int64_t restarted = clock_now() - up * NS_PER_S;
+	int64_t span = up > INT64_MAX / NS_PER_S ? TIME_NEVER : up * NS_PER_S;
 	char ago[32];
 
 	if (got > 0)
 		return false;
-	if (up >= 0 && restarted - NS_PER_S > l->acquired_at && restarted < sent) {
+	if (up >= 0 && sent - span - NS_PER_S > l->acquired_at && clock_now() - span < before) {
 		set_error(l, "%s lost its data: it restarted %s ago, while the command ran", address,
-			  duration_format(clock_now() - restarted, ago, sizeof(ago)));
+			  uptime_ago(up, ago, sizeof(ago)));
 		return true;
 	}
 	if (got == -1 && !asked_again)
@@ -1344,9 +1396,9 @@ lost_with_data(struct lock *l, const char *address, long long got, long long up,
 	return got == -1 && !asked_again;
 }
 
-/* Reads the renew script's reply from the server at address into l. */
+/* Reads the renew script's reply from the server at address, to a request sent then, into l. */
 static enum lock_renewal
-read_renewal(struct lock *l, const char *address, const struct reply *r)
+read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t sent)
 {
 	size_t len;
 	const char *v;
@@ -1354,7 +1406,7 @@ read_renewal(struct lock *l, const char *address, const struct reply *r)
 
 	if ((got = released(r, &up)) > -2)
 		return got == 1 ? LOCK_RENEWED
-		       : lost_with_data(l, address, got, up, TIME_NEVER, false)
+		       : lost_with_data(l, address, got, up, sent, TIME_NEVER, false)
 			       ? LOCK_GONE_WITH_DATA
 			       : LOCK_GONE;
 	switch (reply_type(r)) {
@@ -1471,7 +1523,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 			l->fence = ours;
 			reply_free(a.reply);
 		} else {
-			enum lock_renewal r = read_renewal(l, nodes_address(ns, i), a.reply);
+			enum lock_renewal r =
+				read_renewal(l, nodes_address(ns, i), a.reply, nodes_sent(ns, i));
 			switch (r) {
 			case LOCK_RENEWED:
 				/* Not acknowledged by the replicas, the lease is not extended there:
@@ -1554,15 +1607,17 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
+	char lost_why[sizeof(l->error)] = "";
 	char ttl[32], keep[24];
 	struct call call;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
-	/* A request whose server is gone (a cluster's owner, killed) is asked again where its
-	 * slot went, for as long as a failover takes, within the lease. */
-	int64_t due = time_max(deadline, l->valid_until);
+	/* A request whose server is gone (a cluster's owner, a Sentinel's master, killed) is
+	 * asked again where it went, for as long as a failover takes: within the lease, and a
+	 * minute at most (the holder's exit waits for it). */
+	int64_t due = time_max(deadline, time_min(l->valid_until, time_add(start, LOCK_OUTAGE)));
 
 	/* Rounded up: never shorter than --min-hold. */
 	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
@@ -1596,8 +1651,10 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 			/* Not ours: lost with the server's data while the command ran, or, after a
 			 * request that may have landed, most likely deleted by that request. */
 			if (nodes_holds(ns, i) &&
-			    lost_with_data(l, nodes_address(ns, i), got, up, start, retried[i])) {
+			    lost_with_data(l, nodes_address(ns, i), got, up, nodes_sent(ns, i), start,
+					   retried[i])) {
 				lost++;
+				snprintf(lost_why, sizeof(lost_why), "%s", l->error);
 			} else {
 				yes += got == 1;
 				unconfirmed += retried[i] && got <= 0;
@@ -1639,8 +1696,10 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		return LOCK_RELEASED;
 	}
 	if (lost && answered >= nodes_quorum(ns) &&
-	    nodes_verdict(ns, yes + unconfirmed, 0) != VERDICT_YES)
+	    nodes_verdict(ns, yes + unconfirmed, 0) != VERDICT_YES) {
+		snprintf(l->error, sizeof(l->error), "%s", lost_why);
 		return LOCK_RELEASE_LOST_DATA;
+	}
 	if (nodes_verdict(ns, yes + unconfirmed, 0) == VERDICT_YES)
 		return LOCK_RELEASE_UNCONFIRMED;
 	if (answered >= nodes_quorum(ns))

@@ -26,6 +26,8 @@ struct lock {
 	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
+	int64_t connect_timeout;    /* how long a server that never answered this run may take
+				     * to, connecting included (--connect-timeout) */
 	int replicas;               /* what changes the lock counts once this many replicas of
 				     * a node acknowledged it (see nodes_replicas), */
 	int64_t replicas_timeout;   /* waiting this long at most (ns) */

@@ -57,6 +57,7 @@ struct node {
 	unsigned seeds_tried;   /* how many places could not be reached for it */
 	bool reached;           /* it answered once this run (or the run this one is like) */
 	bool moving;            /* the first request was sent again elsewhere (see nodes_moving) */
+	int64_t retry_at;       /* its master gone, the requests go out again then; 0: no */
 	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
 	enum conn_result early; /* the connection could not be opened to send them */
 	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
@@ -155,6 +156,7 @@ clear_asks(struct node *n)
 	n->pause = 0;
 	n->early = CONN_OK;
 	n->moving = false;
+	n->retry_at = 0;
 }
 
 void
@@ -452,6 +454,28 @@ enum take {
 	INTERRUPTED, /* while finding where to send it */
 };
 
+/*
+ * Node n's requests could not be sent again (res): a Sentinel's master that answered this run
+ * and cannot be reached now (killed, not replaced yet) is looked for again after a pause that
+ * grows, until their deadline, as a failover takes the Sentinels' down-after-milliseconds and
+ * more; nodes_next goes on with the other nodes meanwhile (SENT_AGAIN: nothing to hand out
+ * yet). Otherwise the failure is the answer (TAKEN).
+ */
+static enum take
+later(struct node *n, struct answer *a, enum conn_result res)
+{
+	int64_t now = clock_now();
+
+	if (n->sentinel && n->reached && res != CONN_REFUSED && now < n->deadline) {
+		n->pause = n->pause ? time_min(2 * n->pause, NODE_PAUSE_MAX) : NODE_PAUSE_MIN;
+		n->retry_at = time_min(now + n->pause, n->deadline);
+		return SENT_AGAIN;
+	}
+	a->result = res;
+	a->maybe_landed = true;
+	return TAKEN;
+}
+
 /* Sends node n's requests again (send_again) instead of handing out *a. */
 static enum take
 take_again(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
@@ -462,19 +486,11 @@ take_again(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 	a->reply = NULL;
 	n->resends++;
 	n->moving = true;
-	/* A master the Sentinels name that cannot be reached (killed, and not replaced yet) is
-	 * looked for again after a pause that grows, until the deadline, once it answered this
-	 * run: a failover takes the Sentinels' down-after-milliseconds and more. */
-	while ((res = send_again(ns, n, intr_fd)) != CONN_OK && res != CONN_INTERRUPTED &&
-	       n->sentinel && n->reached && clock_now() < n->deadline)
-		if (pause_again(n, intr_fd) < 0)
-			return INTERRUPTED;
-	if (res == CONN_OK)
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;
-	a->result = res;
-	return TAKEN;
+	return later(n, a, res);
 }
 
 /* Whether error e is the word w, alone or followed by more. */
@@ -566,7 +582,9 @@ redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 
 	if (n->sentinel || (!moved && !asked && !later))
 		return TAKEN;
-	if (clock_now() >= n->deadline || follow_cluster(n) < 0)
+	/* (-UNBLOCKED alone does not make a node a cluster's: a plain server may turn replica
+	 * too; a cluster's says -MOVED when asked again.) */
+	if (clock_now() >= n->deadline || (!is_error(e, "UNBLOCKED") && follow_cluster(n) < 0))
 		return TAKEN;
 	if ((moved || asked) && ++n->redirects > NODE_REDIRECTS) {
 		snprintf(n->error, sizeof(n->error),
@@ -703,12 +721,43 @@ take_moved(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	return TAKEN;
 }
 
+/* Node i's requests, waiting for their master to be found again (see later): sent again once it
+ * is time, or handed out as failed at their deadline. */
+static enum take
+retry(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
+{
+	struct node *n = &ns->node[i];
+	int64_t now = clock_now();
+	enum conn_result res;
+	enum take t;
+
+	if (now < n->retry_at)
+		return SENT_AGAIN;
+	n->retry_at = 0;
+	a->node = i;
+	a->reply = NULL;
+	a->replicas = -1;
+	a->maybe_landed = true;
+	if (now >= n->deadline) {
+		a->result = CONN_TIMEOUT;
+		clear_asks(n);
+		return TAKEN;
+	}
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+		return SENT_AGAIN;
+	if (res == CONN_INTERRUPTED)
+		return INTERRUPTED;
+	if ((t = later(n, a, res)) == TAKEN)
+		clear_asks(n);
+	return t;
+}
+
 enum conn_result
 nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 {
 	for (;;) {
 		struct conn *cs[NODES_MAX];
-		size_t at[NODES_MAX], k = 0, w;
+		size_t at[NODES_MAX], k = 0, w, resting = 0;
 		int64_t until = deadline, now;
 		enum conn_result res;
 		enum take t;
@@ -718,8 +767,21 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 			if (!n->asks)
 				continue;
 			if (n->early != CONN_OK) {
-				take(ns, i, a, intr_fd);
-				return CONN_OK;
+				if ((t = take(ns, i, a, intr_fd)) == TAKEN)
+					return CONN_OK;
+				if (t == INTERRUPTED)
+					return CONN_INTERRUPTED;
+			}
+			if (n->retry_at) {
+				if ((t = retry(ns, i, a, intr_fd)) == TAKEN)
+					return CONN_OK;
+				if (t == INTERRUPTED)
+					return CONN_INTERRUPTED;
+				if (n->retry_at) { /* not yet */
+					until = time_min(until, n->retry_at);
+					resting++;
+					continue;
+				}
 			}
 			/* A request that waits long (a blocked BLPOP) follows the master too. */
 			if (n->sentinel && clock_now() - n->confirmed_at >= NODE_CONFIRM_AFTER &&
@@ -735,8 +797,16 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 			if (n->sentinel)
 				until = time_min(until, n->confirmed_at + NODE_CONFIRM_AFTER);
 		}
-		if (!k)
+		if (!k && !resting)
 			return CONN_FAILED;
+		if (!k) {
+			/* Every request waits for its master to be found again. */
+			if (clock_sleep_until(until, intr_fd) < 0)
+				return CONN_INTERRUPTED;
+			if (clock_now() >= deadline)
+				return CONN_TIMEOUT;
+			continue;
+		}
 		res = conn_wait_any(cs, k, until, intr_fd, &w);
 		if (res == CONN_INTERRUPTED)
 			return res;
@@ -750,8 +820,10 @@ nodes_next(struct nodes *ns, int64_t deadline, int intr_fd, struct answer *a)
 		now = clock_now();
 		for (size_t j = 0; j < k; j++) {
 			if (now >= ns->node[at[j]].deadline) {
-				take(ns, at[j], a, intr_fd);
-				return CONN_OK;
+				if ((t = take(ns, at[j], a, intr_fd)) == TAKEN)
+					return CONN_OK;
+				if (t == INTERRUPTED)
+					return CONN_INTERRUPTED;
 			}
 		}
 		if (now >= deadline)
@@ -849,8 +921,10 @@ nodes_hold_all(const struct nodes *ns)
 void
 nodes_open(struct nodes *ns, int64_t deadline, int intr_fd)
 {
+	/* (A Sentinel's master is found by asking the Sentinels, which takes round trips: it is
+	 * left to the first request.) */
 	for (size_t i = 0; i < ns->n; i++)
-		if (!ns->node[i].asks && !conn_is_open(ns->node[i].conn))
+		if (!ns->node[i].asks && !ns->node[i].sentinel && !conn_is_open(ns->node[i].conn))
 			reopen(&ns->node[i], deadline, intr_fd);
 }
 

@@ -122,7 +122,7 @@ const char *nodes_failover(const struct nodes *ns, size_t i);
 bool nodes_tls_resumed(const struct nodes *ns, size_t i);
 
 /* Opens the connections that are closed, without a request, so that nodes_watch can watch them
- * (a Sentinel node asks its Sentinels first, until deadline or until intr_fd is readable). */
+ * (but a Sentinel node's, which its first request opens). */
 void nodes_open(struct nodes *ns, int64_t deadline, int intr_fd);
 
 /*

@@ -84,7 +84,8 @@ run(void *arg)
 	bool calm = true; /* every node answered the last round */
 
 	if (nodes_count(w->nodes) > 1)
-		nodes_open(w->nodes, clock_now() + l->io_timeout, w->stop[0]);
+		nodes_open(w->nodes, time_min(clock_now() + period, nodes_lease_end(w->nodes)),
+			   w->stop[0]);
 
 	for (;;) {
 		int64_t now, lease_end = nodes_lease_end(w->nodes), wake = next;

@@ -209,6 +209,23 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	free_on m2 job
 }
 
+@test "the master gone with no replica to promote: a waiter's -w still ends its wait" {
+	redis_stop m2
+	"$RR" -t 10s job -- sh -c 'touch "$1/started"; exec sleep 60' sh "$dir" &
+	local holder=$!
+	wait_until 5 test -e "$dir/started"
+	"$RR" -v -w 3s job -- echo never >"$dir/out" 2>"$dir/err" &
+	local waiter=$!
+	wait_until 5 grep -q "waiting for job" "$dir/err"
+	kill -KILL "$holder"
+	redis_stop m1
+	# Nothing to fail over to: the Sentinels go on naming the dead master.
+	wait_until 15 gone "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	assert_equal "$status" 75
+}
+
 @test "the master frozen until the replica is promoted: never two commands at once" {
 	local old
 	old=$(master_port)
