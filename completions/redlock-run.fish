@@ -8,7 +8,8 @@
 # Nth word of the command line.
 function __redlock_run_where
 	set -l long_value redis ttl wait timeout conflict-exit-code command limit on-lost grace \
-		max-hold min-hold cacert cacertdir cert key sni password-file wait-replicas
+		max-hold min-hold cacert cacertdir cert key sni password-file wait-replicas \
+		connect-timeout
 	set -l long_flag nonblock nb nonblocking shared exclusive status json insecure verbose \
 		quiet help version
 	set -l words (commandline -opc)[2..-1]
@@ -139,6 +140,7 @@ complete -c redlock-run -n $opts -s l -l limit -x -d 'up to N holders of KEY at 
 complete -c redlock-run -n $opts -l on-lost -x -a '(__redlock_run_on_lost)' -d 'what happens to COMMAND if the lock is lost'
 complete -c redlock-run -n $opts -l grace -x -a '(__redlock_run_durations)' -d 'from SIGTERM to SIGKILL'
 complete -c redlock-run -n $opts -l max-hold -x -a '(__redlock_run_durations)' -d 'stop COMMAND after holding the lock this long'
+complete -c redlock-run -n $opts -l connect-timeout -x -a '(__redlock_run_durations)' -d 'a server silent this long ends the run'
 complete -c redlock-run -n $opts -l min-hold -x -a '(__redlock_run_durations)' -d 'keep the lock at least this long'
 complete -c redlock-run -n $opts -l status -d 'say who holds KEY, and run nothing'
 complete -c redlock-run -n $opts -l json -d 'with --status: one JSON object'

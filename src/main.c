@@ -246,6 +246,7 @@ main(int argc, char *argv[])
 	if (!(nodes = nodes_new(o.urls, o.nurls)))
 		fatal_errno(STATUS_OSERR, "cannot set up a connection");
 	lock.min_hold = o.min_hold;
+	lock.connect_timeout = o.connect_timeout;
 	lock.limit = o.limit;
 	lock.shared = o.shared;
 	if (o.replicas) {

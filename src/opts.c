@@ -27,6 +27,7 @@ enum {
 	OPT_PASSWORD_FILE,
 	OPT_WAIT_REPLICAS,
 	OPT_MIN_HOLD,
+	OPT_CONNECT_TIMEOUT,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:l:sxevqhV";
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -114,6 +116,9 @@ opts_print_help(FILE *out)
 		"      --sni NAME             rediss://: the server name to send and verify",
 		"      --insecure             rediss://: do not verify the server at all",
 		"      --password-file FILE   the password: the first line of FILE",
+		"      --connect-timeout DURATION",
+		"                             a server that has not answered by then ends the",
+		"                             run with 69 (default 3s)",
 		"      --wait-replicas N[,TIMEOUT]",
 		"                             a grant or renewal counts only once N replicas",
 		"                             acknowledged it within TIMEOUT (default TTL/10)",
@@ -517,6 +522,7 @@ enum opts_action
 opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
 	const char *shell_string = NULL, *source = "", *password_file = NULL, *replicas = NULL;
+	const char *connect_timeout = NULL;
 	char *urls[URL_LIST_MAX + 1], *env_urls = NULL;
 	size_t nurls = 0;
 	enum opts_action out;
@@ -527,6 +533,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	memset(o, 0, sizeof(*o));
 	o->ttl = OPTS_TTL_DEFAULT;
 	o->wait = WAIT_FOREVER;
+	o->connect_timeout = OPTS_CONNECT_TIMEOUT_DEFAULT;
 	o->conflict_status = STATUS_CONFLICT;
 	o->verbosity = MSG_NORMAL;
 	o->grace = -1;
@@ -633,6 +640,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_WAIT_REPLICAS:
 			replicas = optarg;
 			break;
+		case OPT_CONNECT_TIMEOUT:
+			connect_timeout = optarg;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -666,6 +676,18 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		replicas = NULL;
 	if (replicas && parse_replicas(o, replicas, err, size) != OPTS_RUN)
 		return OPTS_USAGE_ERROR;
+	if (!connect_timeout && (connect_timeout = getenv("REDLOCK_CONNECT_TIMEOUT")) &&
+	    !*connect_timeout)
+		connect_timeout = NULL;
+	if (connect_timeout) {
+		if (!take_duration("--connect-timeout", connect_timeout, &o->connect_timeout, err,
+				   size))
+			return OPTS_USAGE_ERROR;
+		if (o->connect_timeout == 0)
+			return usage_error(err, size,
+					   "invalid --connect-timeout '%s': must be more than 0",
+					   connect_timeout);
+	}
 
 	if (optind >= argc)
 		return usage_error(err, size, "missing KEY");

@@ -25,6 +25,8 @@ enum on_lost {
 };
 
 #define OPTS_GRACE_MAX_DEFAULT (5 * NS_PER_S)
+/* A server that has not answered this long after the first request ends the run (69). */
+#define OPTS_CONNECT_TIMEOUT_DEFAULT (3 * NS_PER_S)
 /* --wait-replicas: at most this many, waited for TTL/10 unless it says otherwise. */
 #define OPTS_REPLICAS_MAX 100
 #define OPTS_REPLICAS_WAIT_SHARE 10
@@ -45,6 +47,7 @@ struct opts {
 	int64_t min_hold;         /* the lock stays taken this long after it was acquired; 0 */
 	int limit;                /* --limit: up to this many holders at once (1: a lock) */
 	bool shared;              /* -s: shared with other shared holders (-x, -e: not) */
+	int64_t connect_timeout;  /* a server that has not answered by then is not there */
 	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
 	int64_t replicas_timeout; /* and how long they may take (ns) */
 	enum msg_level verbosity;
@@ -63,7 +66,8 @@ enum opts_action {
 
 /*
  * Parses argv (and REDLOCK_URL, REDLOCK_PASSWORD, REDLOCK_SENTINEL_USER,
- * REDLOCK_SENTINEL_PASSWORD, REDLOCK_WAIT_REPLICAS, SHELL from the environment) into *o.
+ * REDLOCK_SENTINEL_PASSWORD, REDLOCK_WAIT_REPLICAS, REDLOCK_CONNECT_TIMEOUT, SHELL from the
+ * environment) into *o.
  * Option parsing stops at KEY, so COMMAND's own flags are never looked at. On
  * OPTS_USAGE_ERROR, err holds the message and nothing in *o needs freeing.
  */

@@ -302,7 +302,10 @@ query_status(const struct opts *o)
 	s->key = o->key;
 	s->count = nodes_count(ns);
 	s->quorum = nodes_quorum(ns);
-	s->decided = lock_query(&l, ns, clock_now() + l.io_timeout, node, &s->all) == 0;
+	/* Nothing answered yet: a server that does not answer within --connect-timeout is not
+	 * there. */
+	s->decided = lock_query(&l, ns, clock_now() + time_min(l.io_timeout, o->connect_timeout),
+				node, &s->all) == 0;
 	for (size_t i = 0; i < s->count; i++) {
 		s->node[i].address = nodes_address(ns, i);
 		s->node[i].role = nodes_role(ns, i);

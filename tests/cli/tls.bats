@@ -143,6 +143,38 @@ sentinel_knows_tls() {
 	run --separate-stderr "$RR" -n -r "redis://127.0.0.1:$port" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *"(a TLS port? use rediss://)"* ]]
+	# Waiting, too: a server that never answered is not an outage to ride out for a minute,
+	# and took no lock to speak of.
+	run --separate-stderr "$RR" -r "redis://127.0.0.1:$port" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"(a TLS port? use rediss://)" ]]
+	[[ $stderr != *"trying again"* && $stderr != *"if the lock was taken"* ]]
+}
+
+@test "--connect-timeout: a server that accepts and never answers ends the run with 69 within it" {
+	# A port that takes connections and says nothing (a service that is not Redis).
+	python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+kept = []
+while True:
+	kept.append(s.accept()[0])' "$BATS_TEST_TMPDIR/port" 3>&- &
+	local silent=$!
+	wait_until 5 test -s "$BATS_TEST_TMPDIR/port"
+	local url="redis://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")" t0
+	t0=$(now_ms)
+	run --separate-stderr "$RR" --connect-timeout 500ms -r "$url" job -- echo never
+	local took=$(($(now_ms) - t0))
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: no reply from 127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port") in time (--connect-timeout 500ms)"
+	# Not before it, nor anywhere near the 30s it took a waiter before (a request's 5s with -n).
+	((took >= 500 && took < 4000))
+	run --separate-stderr env REDLOCK_CONNECT_TIMEOUT=200ms "$RR" -n -r "$url" --status job
+	assert_equal "$status" 69
+	run -64 "$RR" --connect-timeout 0 job -- true
+	kill "$silent"
 }
 
 @test "mutual TLS: --cert and --key are presented; none when the server demands one is 69" {

@@ -154,6 +154,22 @@ main(void)
 	REFUSED("invalid TTL 'abc' (durations: 250ms, 1.5s, 30s, 10min, 1h30m, 2d, or a number of "
 		"seconds (90, 1.5))",
 		"-t", "abc", "k", "true");
+	/* How long a server that never answered may take: 3s, --connect-timeout, or its
+	 * variable. */
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK_INT(o.connect_timeout, 3 * NS_PER_S);
+	DONE();
+	setenv("REDLOCK_CONNECT_TIMEOUT", "750ms", 1);
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK_INT(o.connect_timeout, 750 * NS_PER_MS);
+	DONE();
+	CHECK_INT(PARSE("--connect-timeout", "10s", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.connect_timeout, 10 * NS_PER_S);
+	DONE();
+	unsetenv("REDLOCK_CONNECT_TIMEOUT");
+	REFUSED("invalid --connect-timeout '0': must be more than 0", "--connect-timeout", "0", "k",
+		"true");
+	REFUSED("invalid --connect-timeout 'soon'", "--connect-timeout", "soon", "k", "true");
 	/* systemd's spellings, pasted from a unit file. */
 	CHECK_INT(PARSE("-t", "1h 30min", "-w", "10min", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.ttl, 5400 * NS_PER_S);
