@@ -226,6 +226,21 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_equal "$status" 75
 }
 
+@test "a quorum whose Sentinel member loses its master: the other two renew, the command runs on" {
+	redis_start_tcp q1
+	redis_start_tcp q2
+	wait_until 10 up_for 3 q1 q2
+	"$RR" -v -t 3s -r "$REDLOCK_URL" -r "redis://127.0.0.1:$(redis_port q1)" \
+		-r "redis://127.0.0.1:$(redis_port q2)" job -- sh -c \
+		'touch "$1/started"; sleep 5' sh "$dir" 2>"$dir/err" &
+	local holder=$!
+	wait_until 5 test -e "$dir/started"
+	redis_stop m1 # (and with it the replica's master: a failover follows, or not)
+	reap "$holder"
+	cat "$dir/err"
+	assert_equal "$status" 0
+}
+
 @test "the master frozen until the replica is promoted: never two commands at once" {
 	local old
 	old=$(master_port)
