@@ -154,7 +154,7 @@ query_print_json(FILE *out, const struct status *s)
 	json_string(out, s->key);
 	fputs(", ", out);
 	json_state(out, &s->all, s->decided);
-	json_eviction(out, ev ? ev : &(struct eviction){ "", 0 });
+	json_eviction(out, ev ? ev : &(struct eviction){ "", 0, "" });
 	fprintf(out, ", \"quorum\": %zu, \"nodes\": [", s->quorum);
 	for (size_t i = 0; i < s->count; i++) {
 		fputs(i ? ", {\"address\": " : "{\"address\": ", out);
@@ -163,6 +163,11 @@ query_print_json(FILE *out, const struct status *s)
 		if (s->node[i].st.answered) {
 			json_state(out, &s->node[i].st, true);
 			json_eviction(out, &s->node[i].ev);
+			fputs(", \"replica_of\": ", out);
+			if (s->node[i].ev.replica_of[0])
+				json_string(out, s->node[i].ev.replica_of);
+			else
+				fputs("null", out);
 		} else {
 			fputs("\"error\": ", out);
 			json_string(out, s->node[i].st.error);
@@ -241,6 +246,11 @@ query_print_text(FILE *out, const struct status *s)
 			fprintf(out, "%sno answer (%s)\n", prefix, s->node[i].st.error);
 	}
 	for (size_t i = 0; i < s->count; i++) {
+		if (s->node[i].ev.replica_of[0])
+			fprintf(out,
+				"note: %s is a replica of %s: what it says may be behind its "
+				"master; ask the master (or use a Sentinel URL)\n",
+				s->node[i].address, s->node[i].ev.replica_of);
 		if (!query_evictable(&s->node[i].ev))
 			continue;
 		if (s->count > 1)
@@ -256,24 +266,53 @@ query_print_text(FILE *out, const struct status *s)
 	}
 }
 
-/* Reads the eviction settings of every node that answered from INFO memory; leaves a node's
- * empty when it refuses (managed services and ACL users often may not run INFO). */
+/* Reads ROLE's answer: a replica's master into ev->replica_of. */
+static void
+read_role(const struct reply *r, struct eviction *ev)
+{
+	const struct reply *role, *host, *port;
+
+	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 3 ||
+	    reply_type(role = reply_element(r, 0)) != REPLY_STRING ||
+	    strcmp(reply_string(role, NULL), "slave") != 0)
+		return;
+	host = reply_element(r, 1);
+	port = reply_element(r, 2);
+	snprintf(ev->replica_of, sizeof(ev->replica_of), "%s:%lld",
+		 reply_type(host) == REPLY_STRING ? reply_string(host, NULL) : "?",
+		 reply_type(port) == REPLY_INTEGER ? reply_integer(port) : 0);
+}
+
+/* Reads the eviction settings of every node that answered from INFO memory, and whether it is
+ * a replica from ROLE; leaves a node's empty when it refuses (managed services and ACL users
+ * often may not run them). */
 static void
 ask_eviction(struct nodes *ns, struct status *s)
 {
 	int64_t deadline = clock_now() + LOCK_IO_TIMEOUT;
 	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
 				false };
+	struct command role = { 1, (const char *[]){ "ROLE" }, (size_t[]){ 4 }, false };
+	bool infos[NODES_MAX] = { false };
 	struct answer a;
 
-	for (size_t i = 0; i < s->count; i++)
-		if (s->node[i].st.answered)
+	for (size_t i = 0; i < s->count; i++) {
+		if (s->node[i].st.answered) {
 			nodes_send(ns, i, &info, deadline, -1);
+			nodes_send(ns, i, &role, deadline, -1);
+		}
+	}
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
 		struct eviction *ev = &s->node[a.node].ev;
 		const char *text, *p;
 		if (a.result != CONN_OK)
 			continue;
+		if (infos[a.node]) { /* the second answer: ROLE's */
+			read_role(a.reply, ev);
+			reply_free(a.reply);
+			continue;
+		}
+		infos[a.node] = true;
 		if (reply_type(a.reply) == REPLY_STRING) {
 			text = reply_string(a.reply, NULL);
 			if ((p = strstr(text, "\nmaxmemory_policy:")))
@@ -325,6 +364,14 @@ query_status(const struct opts *o)
 	} else {
 		msg_error("%s", l.error);
 		status = STATUS_UNAVAILABLE;
+		if (!any && o->json) {
+			/* A reader of the JSON gets an object all the same, saying why. */
+			fputs("{\"key\": ", stdout);
+			json_string(stdout, s->key);
+			fputs(", \"held\": null, \"error\": ", stdout);
+			json_string(stdout, l.error);
+			fputs("}\n", stdout);
+		}
 	}
 	nodes_free(ns);
 	lock_free(&l);

@@ -19,6 +19,8 @@ int query_status(const struct opts *o);
 struct eviction {
 	char policy[32]; /* maxmemory-policy; empty when INFO was refused */
 	long long limit; /* maxmemory in bytes; 0: none, so nothing is evicted */
+	char replica_of[300]; /* the server said it is a replica (ROLE): of which master, or
+			       * "" */
 };
 
 /* Whether locks on the server can be evicted: a limit and a policy that evicts. */
@@ -46,7 +48,9 @@ struct status {
  * ttl_ms -1 for a key without expiry, fence null for a lock never taken, the eviction fields
  * null when no server would answer INFO (or true when any may evict). "nodes" holds each
  * node's view in the same fields, with its "address" and "reachable", or why it did not
- * answer ("error"). "held" is null when the quorum's view cannot be told.
+ * answer ("error"), and "replica_of", the master of a node that said it is a replica (what it
+ * says may be behind), or null. "held" is null when the quorum's view cannot be told. When no
+ * node answered at all, the object is {"key", "held": null, "error"}.
  */
 void query_print_json(FILE *out, const struct status *s);
 /* The sentence of --status, with one line per node when there are several, and a warning line

@@ -241,6 +241,13 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_equal "$status" 0
 }
 
+@test "--status asked of a replica says so" {
+	run -0 "$RR" --status -r "redis://127.0.0.1:$(redis_port m2)" job
+	assert_line "note: 127.0.0.1:$(redis_port m2) is a replica of 127.0.0.1:$(redis_port m1): what it says may be behind its master; ask the master (or use a Sentinel URL)"
+	run -0 "$RR" --status --json -r "redis://127.0.0.1:$(redis_port m2)" job
+	assert_output --partial "\"replica_of\": \"127.0.0.1:$(redis_port m1)\""
+}
+
 @test "the master frozen until the replica is promoted: never two commands at once" {
 	local old
 	old=$(master_port)

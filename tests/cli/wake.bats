@@ -127,6 +127,10 @@ setup() {
 	run --separate-stderr "$RR" --status -r unix:///nonexistent/redis.sock job
 	assert_equal "$status" 69
 	assert_equal "$stderr" "redlock-run: cannot connect to /nonexistent/redis.sock: no such file or directory"
+	# A reader of the JSON gets an object all the same.
+	run --separate-stderr "$RR" --status --json -r unix:///nonexistent/redis.sock job
+	assert_equal "$status" 69
+	assert_output '{"key": "job", "held": null, "error": "cannot connect to /nonexistent/redis.sock: no such file or directory"}'
 }
 
 # The JSON fields --status gives about eviction: the server's (noeviction) where INFO is
@@ -143,7 +147,7 @@ eviction_fields() {
 	run "$RR" --status --json job
 	assert_success
 	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "mode": "exclusive", "limit": 1, "holders": []'
-	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields)}]}"
+	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields), \"replica_of\": null}]}"
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"

@@ -7,9 +7,10 @@
 #include "query.h"
 
 /* The servers of these checks: INFO refused, nothing evicted, keys with a TTL evicted. */
-static const struct eviction unknown = { "", 0 };
-static const struct eviction safe = { "noeviction", 1 << 30 };
-static const struct eviction evicting = { "volatile-lru", 1 << 30 };
+static const struct eviction unknown = { "", 0, "" };
+static const struct eviction safe = { "noeviction", 1 << 30, "" };
+static const struct eviction evicting = { "volatile-lru", 1 << 30, "" };
+static const struct eviction replica = { "noeviction", 0, "10.0.0.1:6379" };
 
 /* What print writes for key and st, found on one server that says ev. */
 static const char *
@@ -94,7 +95,7 @@ main(void)
 	CHECK(!query_evictable(&unknown));
 	CHECK(!query_evictable(&safe));
 	CHECK(query_evictable(&evicting));
-	CHECK(!query_evictable(&(struct eviction){ "allkeys-lru", 0 })); /* no limit: none */
+	CHECK(!query_evictable(&(struct eviction){ "allkeys-lru", 0, "" })); /* no limit: none */
 	CHECK_STR(printed(query_print_text, "job", &never, &safe), "job is free (never taken)\n");
 	CHECK_STR(printed(query_print_text, "job", &never, &evicting),
 		  "job is free (never taken)\nwarning: this server may evict locks under memory "
@@ -104,6 +105,12 @@ main(void)
 		"\"holders\": [], \"maxmemory_policy\": \"volatile-lru\", \"evictable\": true"));
 	CHECK(strstr(printed(query_print_json, "job", &never, &safe),
 		     "\"maxmemory_policy\": \"noeviction\", \"evictable\": false"));
+	CHECK(!query_evictable(&(struct eviction){ "allkeys-lru", 0, "" }));
+	/* A replica asked: what it says may be behind its master, and --status says so. */
+	CHECK_STR(printed(query_print_text, "job", &never, &replica),
+		  "job is free (never taken)\nnote: /run/redis.sock is a replica of "
+		  "10.0.0.1:6379: what it says may be behind its master; ask the master (or use a "
+		  "Sentinel URL)\n");
 
 	/* Three nodes, one of them down: the quorum's view, then each node's. */
 	static struct status three;
