@@ -339,6 +339,29 @@ ttl_ns(long long ms)
 	return ms > TIME_NEVER / NS_PER_MS ? TIME_NEVER : (int64_t)ms * NS_PER_MS;
 }
 
+/*
+ * What a server said when it refused a script, for a message: its error without the script's
+ * internals Redis adds ("... script: 59e8..., on @user_script:20."), which name nothing a user
+ * wrote; "unexpected reply" for anything but an error. Returns buf.
+ */
+static const char *
+refusal(const struct reply *r, char *buf, size_t size)
+{
+	const char *e, *at;
+	size_t len;
+
+	if (reply_type(r) != REPLY_ERROR)
+		return "unexpected reply";
+	e = reply_string(r, NULL);
+	len = strlen(e);
+	if ((at = strstr(e, " script: ")) && strstr(at, "@user_script:"))
+		len = (size_t)(at - e);
+	while (len > 0 && (e[len - 1] == '.' || e[len - 1] == ' '))
+		len--;
+	snprintf(buf, size, "%.*s", (int)len, e);
+	return buf;
+}
+
 enum acquire_reply {
 	REPLY_ACQUIRED,
 	REPLY_HELD,
@@ -369,7 +392,9 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	*age = -1;
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
-		set_error(l, "%s refused to take %s: %s%s", address, l->key, e,
+		char said[400];
+		set_error(l, "%s refused to take %s: %s%s", address, l->key,
+			  refusal(r, said, sizeof(said)),
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
 			  : strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
@@ -1400,6 +1425,7 @@ lost_with_data(struct lock *l, const char *address, long long got, long long up,
 static enum lock_renewal
 read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t sent)
 {
+	char said[400];
 	size_t len;
 	const char *v;
 	long long got, up;
@@ -1416,8 +1442,7 @@ read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t
 		return LOCK_TAKEN;
 	default:
 		set_error(l, "%s refused to renew %s: %s", address, l->key,
-			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
-						       : "unexpected reply");
+			  refusal(r, said, sizeof(said)));
 		return LOCK_RENEW_FAILED;
 	}
 }
@@ -1672,9 +1697,9 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 								  2 * (l->answered_at - start))));
 			}
 		} else {
+			char said[400];
 			set_error(l, "%s refused to release %s: %s", nodes_address(ns, i), l->key,
-				  reply_type(a.reply) == REPLY_ERROR ? reply_string(a.reply, NULL)
-								     : "unexpected reply");
+				  refusal(a.reply, said, sizeof(said)));
 			failures_add(&why, l->error);
 		}
 		reply_free(a.reply);
@@ -1759,9 +1784,9 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 		return read_semaphore(l, address, r, st);
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
 	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
+		char said[400];
 		set_error(l, "%s refused to say who holds %s: %s", address, l->key,
-			  reply_type(r) == REPLY_ERROR ? reply_string(r, NULL)
-						       : "unexpected reply");
+			  refusal(r, said, sizeof(said)));
 		return -1;
 	}
 	value = reply_element(r, 0);

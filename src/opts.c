@@ -486,7 +486,12 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 	for (o->nurls = 0; o->nurls < n; o->nurls++) {
 		struct redis_url *u = &o->urls[o->nurls];
 		if (url_parse(urls[o->nurls], u, why, sizeof(why)) < 0) {
-			out = usage_error(err, size, "invalid Redis URL%s: %s", source, why);
+			/* One string of several URLs (REDLOCK_URL) separates them by blanks. */
+			bool commas = *source && strstr(urls[o->nurls], ",") &&
+				      strstr(strchr(urls[o->nurls], ',') + 1, "://");
+			out = usage_error(err, size, "invalid Redis URL%s: %s%s", source, why,
+					  commas ? "; servers are separated by spaces, not commas"
+						 : "");
 			break;
 		}
 		url_address(u, a, sizeof(a));

@@ -341,6 +341,14 @@ url_parse(const char *s, struct redis_url *url, char *err, size_t size)
 			url_free(url);
 		return r;
 	}
+	/* What people write for a server without a scheme: a socket's path, or host:port (never
+	 * echoed when it may hold a password). */
+	if (*s && !strstr(s, "://") && strchr(s, '@'))
+		return fail(err, size, "no scheme: did you mean redis://[user:password@]host...?");
+	if (*s && !strstr(s, "://") && *s == '/')
+		return fail(err, size, "'%s' has no scheme: a Unix socket is unix://%s", s, s);
+	if (*s && !strstr(s, "://"))
+		return fail(err, size, "'%s' has no scheme: did you mean redis://%s?", s, s);
 	return fail(err, size,
 		    "unknown scheme '%.*s' (expected redis://, rediss://, unix://, "
 		    "redis+sentinel:// or redis+cluster://)",

@@ -123,6 +123,11 @@ section() {
 	assert_output 0
 }
 
+@test "an option written after KEY is taken for COMMAND: 127, and the message says where options go" {
+	run -127 --separate-stderr "$RR" job -n -- true
+	assert_equal "$stderr" "redlock-run: cannot run -n: no such file or directory (options go before KEY)"
+}
+
 @test "a command that is not found gives 127, one that cannot be executed 126" {
 	run -127 --separate-stderr "$RR" job -- no-such-command-here
 	assert_equal "$status" 127

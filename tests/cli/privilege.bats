@@ -108,3 +108,12 @@ setup() {
 	assert_equal "$status" 69
 	[[ $stderr == *NOPERM* ]]
 }
+
+@test "a server out of memory refuses the lock: 69, in the server's words, without the script's" {
+	export REDLOCK_PASSWORD='l0cker pass'
+	rcli_on acl -a 'admin secret' --no-auth-warning config set maxmemory 1 >/dev/null
+	run --separate-stderr "$RR" jobs:oom -- echo never
+	rcli_on acl -a 'admin secret' --no-auth-warning config set maxmemory 0 >/dev/null
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: $(redis_sock acl) refused to take jobs:oom: OOM command not allowed when used memory > 'maxmemory'"
+}

@@ -268,6 +268,9 @@ main(void)
 	REFUSED("invalid Redis URL in REDLOCK_URL: the port must be", "k", "true");
 	unsetenv("REDLOCK_URL");
 	REFUSED("invalid Redis URL: unknown scheme 'tcp'", "-r", "tcp://h", "k", "true");
+	setenv("REDLOCK_URL", "redis://a:1,redis://b:2", 1);
+	REFUSED("; servers are separated by spaces, not commas", "k", "true");
+	unsetenv("REDLOCK_URL");
 	REFUSED("invalid Redis URL: the db must be a number", "-r", "redis://h:1/0x", "k", "true");
 	setenv("REDLOCK_PASSWORD", "from-env", 1);
 	CHECK_INT(PARSE("-r", "redis://alice@h", "k", "true"), OPTS_RUN);

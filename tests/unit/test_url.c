@@ -94,7 +94,11 @@ main(void)
 	CHECK_STR(u.path, "/tmp/r.sock");
 
 	rejects("http://host", "unknown scheme 'http'");
-	rejects("host:6379", "unknown scheme");
+	rejects("host:6379", "'host:6379' has no scheme: did you mean redis://host:6379?");
+	rejects("/run/redis.sock", "'/run/redis.sock' has no scheme: a Unix socket is "
+				   "unix:///run/redis.sock");
+	rejects("bob:s3cret@h", "no scheme: did you mean redis://[user:password@]host...?");
+	CHECK(strstr(err, "s3cret") == NULL); /* a password is never in a message */
 	rejects("", "unknown scheme");
 	rejects("redis://", "missing host");
 	rejects("redis://:6379", "missing host");
