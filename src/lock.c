@@ -383,13 +383,16 @@ not_now(const char *error)
 }
 
 /* Reads the acquire script's reply from the server at address into l; a grant's *age, how
- * long that server has run (s), or -1 when it did not say. */
+ * long that server has run (s), or -1 when it did not say, and its run id into run_id (41
+ * bytes), or "". */
 static enum acquire_reply
-parse_acquire(struct lock *l, const char *address, const struct reply *r, long long *age)
+parse_acquire(struct lock *l, const char *address, const struct reply *r, long long *age,
+	      char *run_id)
 {
 	const struct reply *e0, *e1;
 
 	*age = -1;
+	run_id[0] = '\0';
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
 		char said[400];
@@ -414,6 +417,8 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 				     : 1;
 		if (reply_count(r) > 3 && reply_type(reply_element(r, 3)) == REPLY_INTEGER)
 			*age = reply_integer(reply_element(r, 3));
+		if (reply_count(r) > 4 && reply_type(reply_element(r, 4)) == REPLY_STRING)
+			snprintf(run_id, 41, "%s", reply_string(reply_element(r, 4), NULL));
 		return REPLY_ACQUIRED;
 	}
 	l->holder_ttl = ttl_ns(reply_integer(e1));
@@ -458,6 +463,8 @@ struct round {
 	size_t answered;               /* nodes that answered, whatever they said */
 	size_t reached;                /* nodes that failed, having answered this run before */
 	int64_t young_ready;           /* when enough young nodes count for a quorum */
+	char run_id[NODES_MAX][41];    /* each granting node's server, when it said */
+	bool twice;                    /* two nodes are one server: l->error says which */
 	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */
 	bool young_at[NODES_MAX];      /* it is young, and its grant does not count */
 	long long fence[NODES_MAX];    /* each granting node's counter */
@@ -648,7 +655,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 {
 	size_t i = a->node;
 	long long age;
-	char ran[32], counts[32];
+	char ran[32], counts[32], run_id[41];
 
 	if (a->result != CONN_OK) {
 		/* A request may have landed unanswered on a server that answered before; one that
@@ -676,8 +683,19 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	 * idempotent. */
 	unsure_clear(q, i);
 	rd->answered++;
-	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age)) {
+	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age, run_id)) {
 	case REPLY_ACQUIRED:
+		/* Two URLs of one quorum that reach the same server would count it twice. */
+		for (size_t j = 0; run_id[0] && j < nodes_count(ns); j++) {
+			if (j != i && strcmp(rd->run_id[j], run_id) == 0 && !rd->twice) {
+				rd->twice = true;
+				set_error(l,
+					  "%s and %s are the same Redis server (run id %.12s...): a "
+					  "quorum needs independent ones",
+					  nodes_address(ns, j), nodes_address(ns, i), run_id);
+			}
+		}
+		snprintf(rd->run_id[i], sizeof(rd->run_id[i]), "%s", run_id);
 		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
 			/* Not now: a replica down, or a failover under way. */
 			rd->unreplicated[i] = true;
@@ -902,7 +920,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		for (size_t i = 0; i < n; i++)
 			call_send(ns, i, &call, due_from(l, ns, i, deadline), intr_fd, false);
 	q->pipelined = false;
-	while (verdict(ns, rd) == VERDICT_OPEN) {
+	while (!rd->twice && verdict(ns, rd) == VERDICT_OPEN) {
 		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, ns, rd);
@@ -915,12 +933,20 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
 	}
+	if (rd->twice) {
+		give_back(l, ns, rd);
+		return ATTEMPT_REFUSED;
+	}
 	if (verdict(ns, rd) == VERDICT_YES) {
 		valid = round_valid(ns, rd);
 		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
 		if (fenced == -2) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
+		}
+		if (rd->twice) { /* found out from a late answer */
+			give_back(l, ns, rd);
+			return ATTEMPT_REFUSED;
 		}
 		if (fenced == 0 && !lock_grant_in_time(l, valid, clock_now()) && rd->pipelined) {
 			/* Ours since the BLPOP returned, most likely a moment ago; but all we know
@@ -1521,7 +1547,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 			 * likely), or never had it (a late answer, a server that was down). It
 			 * counts from the next renewal on, never for this one. */
 			taking[i] = false;
-			switch (parse_acquire(l, nodes_address(ns, i), a.reply, &age)) {
+			char run_id[41];
+			switch (parse_acquire(l, nodes_address(ns, i), a.reply, &age, run_id)) {
 			case REPLY_ACQUIRED:
 				if (!replicated(l, ns, &a, "the lock", l->error,
 						sizeof(l->error))) {

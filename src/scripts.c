@@ -42,15 +42,18 @@
 	"  return f\n"                                                                              \
 	"end\n"
 
-/* `data_age()`: how long the server has run, in seconds, when `age` (see ARGS) asks; -1 when
- * it does not, or when INFO is refused. Without persistence, a server's data is that old: one
- * that restarted empty less than a lease ago may not count towards a new quorum (DESIGN §3b). */
+/* `data_age()`: how long the server has run, in seconds, and its run id, when `age` (see ARGS)
+ * asks; -1 when it does not, or when INFO is refused. Without persistence, a server's data is
+ * that old: one that restarted empty less than a lease ago may not count towards a new quorum
+ * (DESIGN §3b); and two URLs of one quorum that reach the same server have one run id. (Last in
+ * a table, both values go in it.) */
 #define AGE                                                                                        \
 	"local function data_age()\n"                                                             \
 	"  if not age then return -1 end\n"                                                        \
 	"  local info = redis.pcall('INFO', 'server')\n"                                           \
 	"  if type(info) ~= 'string' then return -1 end\n"                                         \
-	"  return tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1\n"                 \
+	"  return tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1,\n"                \
+	"    string.match(info, 'run_id:(%x+)') or ''\n"                                           \
 	"end\n"
 
 /* A renewal's or release's answer when KEY is gone: {0, or -1 when its fence counter (a key) is

@@ -97,6 +97,14 @@ matrix() {
 	run "$RR" -n -r "$(node_url 3)" -r "$(node_url 3)" job -- true
 	assert_equal "$status" 64
 	assert_output --partial "the same Redis server twice"
+	# One server under two names is one server all the same: its run id says so.
+	run --separate-stderr "$RR" -n -r "$(node_url 3)" -r "redis://localhost:$(redis_port q3)" \
+		-r "$(node_url 4)" job -- echo never
+	assert_equal "$status" 69
+	assert_output ""
+	[[ $stderr == *"are the same Redis server (run id "*"): a quorum needs independent ones" ]]
+	[[ $stderr == *"127.0.0.1:$(redis_port q3)"* && $stderr == *"localhost:$(redis_port q3)"* ]]
+	clean_on 3
 }
 
 @test "one server of 3 refusing from the start: taken, renewed and released on the other two" {
