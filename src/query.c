@@ -266,6 +266,47 @@ query_print_text(FILE *out, const struct status *s)
 	}
 }
 
+/* The settings INFO memory's text says into ev. */
+static void
+read_memory(const char *text, struct eviction *ev)
+{
+	const char *p;
+
+	if ((p = strstr(text, "\nmaxmemory_policy:")))
+		sscanf(p + 18, "%31[a-z-]", ev->policy);
+	if ((p = strstr(text, "\nmaxmemory:")))
+		ev->limit = atoll(p + 11);
+}
+
+bool
+query_eviction_warning(struct nodes *ns, int64_t deadline, char *buf, size_t size)
+{
+	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
+				false };
+	struct answer a;
+	bool found = false;
+
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		nodes_send(ns, i, &info, deadline, -1);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+		struct eviction ev = { "", 0, "" };
+		if (a.result != CONN_OK)
+			continue;
+		if (reply_type(a.reply) == REPLY_STRING)
+			read_memory(reply_string(a.reply, NULL), &ev);
+		if (!found && query_evictable(&ev)) {
+			found = true;
+			snprintf(buf, size,
+				 "%s may evict locks under memory pressure (maxmemory-policy %s): "
+				 "set it to noeviction",
+				 nodes_address(ns, a.node), ev.policy);
+		}
+		reply_free(a.reply);
+	}
+	nodes_forget(ns);
+	return found;
+}
+
 /* Reads ROLE's answer: a replica's master into ev->replica_of. */
 static void
 read_role(const struct reply *r, struct eviction *ev)
@@ -304,7 +345,6 @@ ask_eviction(struct nodes *ns, struct status *s)
 	}
 	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
 		struct eviction *ev = &s->node[a.node].ev;
-		const char *text, *p;
 		if (a.result != CONN_OK)
 			continue;
 		if (infos[a.node]) { /* the second answer: ROLE's */
@@ -313,13 +353,8 @@ ask_eviction(struct nodes *ns, struct status *s)
 			continue;
 		}
 		infos[a.node] = true;
-		if (reply_type(a.reply) == REPLY_STRING) {
-			text = reply_string(a.reply, NULL);
-			if ((p = strstr(text, "\nmaxmemory_policy:")))
-				sscanf(p + 18, "%31[a-z-]", ev->policy);
-			if ((p = strstr(text, "\nmaxmemory:")))
-				ev->limit = atoll(p + 11);
-		}
+		if (reply_type(a.reply) == REPLY_STRING)
+			read_memory(reply_string(a.reply, NULL), ev);
 		reply_free(a.reply);
 	}
 	nodes_cancel(ns);

@@ -153,6 +153,9 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	case WATCHDOG_NOTE:
 		msg_info("renewing %s: %s", key, ev->detail);
 		return;
+	case WATCHDOG_WARN:
+		msg_warn("%s", ev->detail);
+		return;
 	case WATCHDOG_FAILED:
 		snprintf(st->last_error, sizeof(st->last_error), "%s", ev->detail);
 		if (!st->failing || msg_verbose())

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "query.h"
 
 struct watchdog {
 	struct lock lock; /* the watchdog's own copy: its error fields are written here */
 	struct nodes *nodes;
 	int64_t round; /* when the renewal in flight was sent */
 	bool told;     /* whether the first renewal that resumed a TLS session was told */
+	bool asked_eviction; /* whether the servers were asked if they may evict locks */
 	pthread_t thread;
 	int events[2]; /* the thread writes, supervise reads */
 	int stop[2];   /* a byte, or our end closing, stops the thread */
@@ -108,9 +110,16 @@ run(void *arg)
 			       w);
 		calm = r == LOCK_RENEWED && !l->error[0];
 		if (r == LOCK_RENEWED) {
+			char warning[512];
 			next = now + period;
 			if (l->error[0])
 				post(w, WATCHDOG_NOTE, r, now, 0, l->error);
+			/* Once, after the first renewal: a run that ends sooner never pays for it. */
+			if (!w->asked_eviction &&
+			    query_eviction_warning(w->nodes, time_min(clock_now() + period, lease_end),
+						   warning, sizeof(warning)))
+				post(w, WATCHDOG_WARN, r, now, 0, warning);
+			w->asked_eviction = true;
 		} else if (r == LOCK_RENEW_FAILED) {
 			next = clock_now() + retry;
 			post(w, WATCHDOG_FAILED, r, now, 0, l->error);

@@ -80,13 +80,19 @@ setup() {
 	export REDLOCK_PASSWORD='l0cker pass'
 	run "$RR" -t 300ms jobs:w -- sleep 1 # renewed three times
 	assert_success
-	"$RR" -t 30s jobs:w -c "echo ready > $dir/ready; sleep 0.5" &
+	"$RR" -t 30s jobs:w -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
+	"$RR" jobs:w -- echo woken >"$dir/woken" &
+	waiter=$!
+	in_line() { [[ $(rcli_on acl -a 'admin secret' --no-auth-warning zcard '{jobs:w}:waiting') == 1 ]]; }
+	wait_until 5 in_line
 	start=$(now_ms)
-	run "$RR" jobs:w -- echo woken
-	assert_output woken
-	(($(now_ms) - start < 5000)) # by the release, not by the 30s lease
+	touch "$dir/go"
+	reap "$waiter"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/woken")" woken
+	(($(now_ms) - start < 15000)) # by the release, not by the 30s lease: half of it
 	wait "$holder"
 	run "$RR" --status jobs:w
 	assert_success
@@ -116,4 +122,22 @@ setup() {
 	rcli_on acl -a 'admin secret' --no-auth-warning config set maxmemory 0 >/dev/null
 	assert_equal "$status" 69
 	assert_equal "$stderr" "redlock-run: $(redis_sock acl) refused to take jobs:oom: OOM command not allowed when used memory > 'maxmemory'"
+}
+
+@test "a server that may evict locks: one warning, from the first renewal; none with -q" {
+	export REDLOCK_PASSWORD='l0cker pass'
+	admin() { rcli_on acl -a 'admin secret' --no-auth-warning "$@" >/dev/null; }
+	admin config set maxmemory 1gb
+	admin config set maxmemory-policy allkeys-lru
+	# (The locker may not run INFO: the run asks as the server's admin.)
+	run --separate-stderr "$RR" -r "unix://:admin%20secret@$(redis_sock acl)" -t 300ms jobs:e -- sleep 0.5
+	assert_success
+	assert_equal "$stderr" "redlock-run: $(redis_sock acl) may evict locks under memory pressure (maxmemory-policy allkeys-lru): set it to noeviction"
+	run --separate-stderr "$RR" -q -r "unix://:admin%20secret@$(redis_sock acl)" -t 300ms jobs:e -- sleep 0.5
+	assert_equal "$stderr" ""
+	# A run that ends before its first renewal asks nothing more: it warns of nothing.
+	run --separate-stderr "$RR" -r "unix://:admin%20secret@$(redis_sock acl)" jobs:e -- true
+	assert_equal "$stderr" ""
+	admin config set maxmemory 0
+	admin config set maxmemory-policy noeviction
 }
