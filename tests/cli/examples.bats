@@ -2,8 +2,9 @@
 # The examples in examples/ stay correct: the shell in them passes shellcheck, the systemd
 # units pass systemd-analyze verify, the YAML parses and says what the comments say it
 # does, the cron file is a cron.d file, and every redlock-run command line in any of them
-# (and in examples/README.md) runs, options unchanged, against a real redis-server. The
-# cron wrapper is run for each of the outcomes it maps.
+# (and in examples/README.md, and in the top README's shell, crontab, YAML and unit blocks)
+# runs, options unchanged, against a real redis-server. The cron wrapper is run for each of
+# the outcomes it maps.
 #
 # Debian packages beyond the suite's own (bats, bats-assert, bats-support, redis-server,
 # redis-tools): shellcheck, python3-yaml, systemd (systemd-analyze). A test whose tool is
@@ -130,6 +131,30 @@ def yaml_file(name):
     return yaml.safe_load((root / name).read_text())
 
 
+def readme_blocks():
+    """(where, language, text) of each fenced block of the top README."""
+    where, lang, lines = None, None, []
+    for n, line in enumerate((root.parent / "README.md").read_text().splitlines(), 1):
+        if line.startswith("```") and lang is None:
+            where, lang, lines = f"README.md:{n}", line[3:].strip(), []
+        elif line.startswith("```"):
+            yield where, lang, "\n".join(lines)
+            lang = None
+        elif lang is not None:
+            lines.append(line)
+
+
+def cron_commands(text):
+    """The command of each job of a crontab (five time fields, then the command)."""
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", line):
+            continue
+        fields = line.split(None, 5)
+        yield fields[5] if len(fields) == 6 else ""
+
+
 if mode == "commands":
     service = root / "systemd" / "nightly-report.service"
     for n, line in enumerate(service.read_text().splitlines(), 1):
@@ -140,6 +165,19 @@ if mode == "commands":
     for name in ("github-actions/deploy.yml", "gitlab-ci/gitlab-ci.yml",
                  "kubernetes/cronjob.yaml"):
         walk(name, yaml_file(name))
+    # The top README's blocks, as they would run: shell, crontabs, CI YAML, systemd units.
+    for where, lang, text in readme_blocks():
+        if lang == "sh":
+            from_shell(where, text)
+        elif lang == "cron":
+            for command in cron_commands(text):
+                from_shell(where, command)
+        elif lang == "yaml":
+            walk(where, yaml.safe_load(text))
+        elif lang == "ini":
+            for line in text.splitlines():
+                if line.startswith("ExecStart="):
+                    from_words(where, shlex.split(line[len("ExecStart="):]))
     # The README's code spans that hold a whole command line.
     for n, line in enumerate((root / "README.md").read_text().splitlines(), 1):
         for span in re.findall(r"`([^`]*)`", line):
@@ -165,6 +203,13 @@ elif mode == "snippets":
         if isinstance(job, dict) and "script" in job:
             lines = job.get("before_script", []) + job["script"]
             snippets.append((f"gitlab-{job_name}.sh", "sh", "\n".join(lines)))
+    # The top README's shell and crontabs (cron's sh).
+    for where, lang, text in readme_blocks():
+        name = where.replace(".md:", "-")
+        if lang == "sh":
+            snippets.append((f"{name}.sh", "sh", text))
+        elif lang == "cron":
+            snippets.append((f"{name}.sh", "sh", "\n".join(cron_commands(text))))
     for name, dialect, text in snippets:
         path = out / name
         path.write_text(f"#!/bin/{dialect}\n{text}\n")
@@ -217,6 +262,44 @@ run_example() {
 		[[ $status == 0 ]] || { echo "in $(basename "$f"):" >&2; cat "$f" >&2; }
 		assert_success
 	done <<<"$snippets"
+}
+
+@test "the README's blocks are as they run: a crontab with a PATH, a unit that verifies" {
+	need_yaml
+	n=0
+	while IFS=$'\t' read -r where lang; do
+		n=$((n + 1))
+		printf '%s\n' "$where $lang" >&2
+	done < <("$py" - "$SOURCE_ROOT/README.md" <<'PY'
+import sys
+lang = None
+for n, line in enumerate(open(sys.argv[1]), 1):
+    if line.startswith("```"):
+        lang = None if lang is not None else line[3:].strip() or "-"
+        if lang:
+            print(f"README.md:{n}\t{lang}")
+PY
+	)
+	((n >= 10))
+	# Every crontab sets PATH: cron's own has no /usr/local/bin.
+	crons=$(awk '/^```cron/ { c = 1; ok = 0; next } c && /^```/ { c = 0; if (!ok) print NR; next }
+		c && /^PATH=/ { ok = 1 }' "$SOURCE_ROOT/README.md")
+	assert_equal "$crons" ""
+	# The unit runs what the package installs, and verifies.
+	unit=$(awk '/^```ini/ { c = 1; next } c && /^```/ { c = 0 } c' "$SOURCE_ROOT/README.md")
+	grep -q '^ExecStart=/usr/bin/redlock-run ' <<<"$unit"
+	need systemd-analyze systemd
+	units=$BATS_TEST_TMPDIR/units
+	mkdir "$units"
+	printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/probe.service"
+	run systemd-analyze verify --man=no "$units/probe.service"
+	[[ $status == 0 && -z $output ]] ||
+		skip "systemd-analyze verify does not work here: ${output:-status $status}"
+	sed -e "s|^ExecStart=/usr/bin/redlock-run |ExecStart=$REDLOCK_RUN |" \
+		-e 's| -- /usr/local/bin/reindex$| -- /bin/true|' <<<"$unit" >"$units/reindex.service"
+	run systemd-analyze verify --man=no "$units/reindex.service"
+	assert_success
+	assert_output ''
 }
 
 @test "the systemd units pass systemd-analyze verify" {
