@@ -51,9 +51,11 @@ take_unit(const char **p)
 {
 	for (size_t i = 0; i < ARRAY_LEN(units); i++) {
 		size_t n = strlen(units[i].suffix);
-		char after = (*p)[n];
-		if (strncmp(*p, units[i].suffix, n) == 0 &&
-		    (after == '\0' || after == ' ' || after == '.' || is_digit(after))) {
+		char after;
+		if (strncmp(*p, units[i].suffix, n) != 0)
+			continue; /* (then *p holds n bytes at least) */
+		after = (*p)[n];
+		if (after == '\0' || after == ' ' || after == '.' || is_digit(after)) {
 			*p += n;
 			return units[i].ns;
 		}
