@@ -114,12 +114,15 @@ run(void *arg)
 			next = now + period;
 			if (l->error[0])
 				post(w, WATCHDOG_NOTE, r, now, 0, l->error);
-			/* Once, after the first renewal: a run that ends sooner never pays for it. */
-			if (!w->asked_eviction &&
-			    query_eviction_warning(w->nodes, time_min(clock_now() + period, lease_end),
-						   warning, sizeof(warning)))
-				post(w, WATCHDOG_WARN, r, now, 0, warning);
-			w->asked_eviction = true;
+			/* Once, after the first renewal that every node answered (a run that ends
+			 * sooner never pays for it), and only until the next renewal is due: a
+			 * slow server must not cost the renewals their time. */
+			if (calm && !w->asked_eviction) {
+				if (query_eviction_warning(w->nodes, time_min(next, lease_end), warning,
+							   sizeof(warning)))
+					post(w, WATCHDOG_WARN, r, now, 0, warning);
+				w->asked_eviction = true;
+			}
 		} else if (r == LOCK_RENEW_FAILED) {
 			next = clock_now() + retry;
 			post(w, WATCHDOG_FAILED, r, now, 0, l->error);
