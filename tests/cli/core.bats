@@ -61,15 +61,16 @@ section() {
 }
 
 @test "-n against a held lock exits 75 at once and silently; -E 0 makes it 0" {
-	"$RR" job -- sleep 5 &
+	"$RR" job -- sleep 30 &
 	holder=$!
 	wait_until 5 held_on main job
-	start=$(now_ms)
+	waits=$(waits_on main)
 	run --separate-stderr "$RR" -n job -- echo never
 	assert_equal "$status" 75
 	assert_equal "$output" ""
 	assert_equal "$stderr" ""
-	(($(now_ms) - start < 1000))
+	# At once: it never got in line nor blocked, however long it took to start and end.
+	assert_equal "$(waits_on main)" "$waits"
 	run "$RR" --nb -E 0 job -- echo never
 	assert_success
 	refute_output
@@ -79,30 +80,36 @@ section() {
 	wait "$holder" || true
 }
 
-@test "-w 0.5 against a held lock gives up between 0.4 and 1.5 seconds" {
-	"$RR" job -- sleep 10 &
+@test "-w 0.5 against a held lock gives up once the 0.5 seconds are over, by its own clock" {
+	"$RR" job -- sleep 30 &
 	holder=$!
 	wait_until 5 held_on main job
 	start=$(now_ms)
-	run "$RR" -w 0.5 job -- echo never
+	run --separate-stderr "$RR" -v -w 0.5 job -- echo never
 	elapsed=$(($(now_ms) - start))
 	assert_equal "$status" 75
-	refute_output
-	((elapsed >= 400 && elapsed <= 1500))
+	assert_equal "$output" ""
+	# Not before the 0.5s, and then at once on its own clock: a second is twice the wait
+	# (the holder, renewed, would have kept it waiting for ever).
+	waited=$(sed -n 's/.*; giving up after \([0-9.]*m\?s\)$/\1/p' <<<"$stderr")
+	echo "gave up after $waited, ${elapsed}ms from outside" >&2
+	[[ $waited =~ ^[0-9]+ms$ ]]
+	((elapsed >= 500 && ${waited%ms} >= 500 && ${waited%ms} < 1000))
 	kill "$holder"
 	wait "$holder" || true
 }
 
 @test "-w 0 is -n, and -n wins over -w" {
-	"$RR" job -- sleep 10 &
+	"$RR" job -- sleep 30 &
 	holder=$!
 	wait_until 5 held_on main job
-	start=$(now_ms)
+	waits=$(waits_on main)
 	run "$RR" -w 0 job -- true
 	assert_equal "$status" 75
 	run "$RR" -w 5 -n job -- true
 	assert_equal "$status" 75
-	(($(now_ms) - start < 1000))
+	# Neither got in line nor blocked: -n, not a wait.
+	assert_equal "$(waits_on main)" "$waits"
 	kill "$holder"
 	wait "$holder" || true
 }
@@ -379,13 +386,15 @@ EOF_CASES
 }
 
 @test "durations of centuries mean a very long time, not an overflow" {
-	"$RR" job -c "echo ready > $BATS_TEST_TMPDIR/ready; sleep 2" &
+	"$RR" job -c "echo ready > $BATS_TEST_TMPDIR/ready
+		until [ -e $BATS_TEST_TMPDIR/go ]; do sleep 0.02; done" &
 	holder=$!
 	wait_until 5 test -s "$BATS_TEST_TMPDIR/ready"
 	start=$(now_ms)
 	run timeout 1 "$RR" -w 2562047h job -- echo never
 	assert_equal "$status" 124 # still waiting when timeout(1) ended it
 	(($(now_ms) - start >= 900))
+	touch "$BATS_TEST_TMPDIR/go"
 	reap "$holder"
 	run "$RR" --max-hold 2562047h -t 2562047h job -- echo ran
 	assert_success

@@ -13,25 +13,31 @@ setup() {
 }
 
 teardown() {
+	deathwatch_stop
 	redis_stop fault
 }
 
 @test "a frozen server: the command is gone before the lease can lapse, then a waiter takes over" {
+	deathwatch_start
 	"$RR" -v -t 2s job -c "echo \$\$ > $dir/a.pid; echo A start \$(date +%s%6N) >> $dir/log;
-		exec sleep 60" 2> >(stamp "$dir/a.err") &
+		exec sleep 60" 2>"$dir/a.err" &
 	a=$!
 	wait_until 5 grep -q 'renewed job' "$dir/a.err"
+	watch_death "$(cat "$dir/a.pid")"
 	"$RR" job -c "echo B start \$(date +%s%6N) >> $dir/log" &
 	b=$!
+	# The lease as the last renewal left it on the server; then the server freezes.
+	expires=$(last_expiry fault job)
 	kill -STOP "$(redis_pid fault)"
 	wait_until 5 gone "$(cat "$dir/a.pid")"
-	died=$(now_us)
-	last_renewal=$(grep 'renewed job' "$dir/a.err" | tail -n 1 | cut -d' ' -f1)
+	died=$(died_at "$(cat "$dir/a.pid")")
 	reap "$a"
 	kill -CONT "$(redis_pid fault)"
+	rcli_on fault client unpause >/dev/null
 	assert_equal "$status" 76
-	# gone before the lease (2s from the last renewal) could lapse on the server
-	((died - last_renewal < 2000000))
+	# gone before that lease could lapse on the server's clock
+	echo "gone $((expires * 1000 - died))µs before the lease ended" >&2
+	((died < expires * 1000))
 	run grep -c 'lost the lock on job: no renewal for' "$dir/a.err"
 	assert_output 1
 	wait "$b"
@@ -63,15 +69,21 @@ teardown() {
 }
 
 @test "the key deleted behind our back: the next renewal sees it, command and grandchild stop" {
-	"$RR" -t 600ms job -c "sleep 300 & echo \$! > $dir/grandchild; wait" 2>"$dir/err" &
+	deathwatch_start
+	"$RR" -t 600ms job -c "echo \$\$ > $dir/child; sleep 300 & echo \$! > $dir/grandchild; wait" \
+		2>"$dir/err" &
 	p=$!
 	wait_until 5 test -s "$dir/grandchild"
-	rcli_on fault del job >/dev/null
-	deleted=$(now_ms)
+	watch_death "$(cat "$dir/child")"
+	watch_death "$(cat "$dir/grandchild")"
+	expires=$(delete_key fault job)
 	reap "$p"
 	assert_equal "$status" 76
-	(($(now_ms) - deleted < 1500))
 	gone "$(cat "$dir/grandchild")"
+	# Both gone before the lease the key had could have lapsed (the server's clock)...
+	(($(died_at "$(cat "$dir/child")") < expires * 1000))
+	(($(died_at "$(cat "$dir/grandchild")") < expires * 1000))
+	# ...stopped because a renewal found the key gone, not because renewals failed.
 	run cat "$dir/err"
 	assert_output "redlock-run: lost the lock on job: it expired or was deleted; stopping the command"
 }
@@ -88,29 +100,32 @@ teardown() {
 }
 
 @test "--on-lost kill: SIGKILL at once, even for a command that ignores SIGTERM" {
-	"$RR" -t 600ms --on-lost kill --grace 5s job -c "trap '' TERM; echo ready > $dir/ready; sleep 30" \
+	deathwatch_start
+	"$RR" -t 600ms --on-lost kill --grace 5s job -c "trap '' TERM; echo \$\$ > $dir/ready; sleep 30" \
 		2>"$dir/err" &
 	p=$!
 	wait_until 5 test -s "$dir/ready"
-	rcli_on fault del job >/dev/null
-	deleted=$(now_ms)
+	watch_death "$(cat "$dir/ready")"
+	expires=$(delete_key fault job)
 	reap "$p"
 	assert_equal "$status" 76
-	(($(now_ms) - deleted < 1500))
+	# Killed before the lease the key had could have lapsed, not after the 5s of --grace.
+	(($(died_at "$(cat "$dir/ready")") < expires * 1000))
 	run cat "$dir/err"
-	assert_output --partial "killing the command"
+	assert_output --partial "it expired or was deleted; killing the command"
 }
 
 @test "--on-lost term: a command that ignores SIGTERM gets SIGKILL after --grace" {
 	"$RR" -t 600ms --grace 700ms job -c "trap '' TERM; echo ready > $dir/ready; sleep 30" 2>/dev/null &
 	p=$!
 	wait_until 5 test -s "$dir/ready"
+	deleted=$(now_ms) # (before: SIGTERM comes after the deletion, and SIGKILL 700ms later)
 	rcli_on fault del job >/dev/null
-	deleted=$(now_ms)
 	reap "$p"
 	elapsed=$(($(now_ms) - deleted))
 	assert_equal "$status" 76
-	((elapsed >= 700 && elapsed < 2500))
+	# Not before the grace; and not never (the command would sleep 30s): a third of that.
+	((elapsed >= 700 && elapsed < 10000))
 }
 
 @test "--on-lost ignore: the command completes, a warning is printed, the status is 76" {
@@ -128,12 +143,24 @@ teardown() {
 }
 
 @test "--max-hold 1s on sleep 30: exit 124 within grace + 1s" {
+	deathwatch_start
 	start=$(now_ms)
-	run --separate-stderr "$RR" --max-hold 1s --grace 2s job -- sleep 30
-	elapsed=$(($(now_ms) - start))
+	"$RR" --max-hold 1s --grace 2s job -- sh -c \
+		'echo "$$ $REDLOCK_FENCE" >"$1/command"; exec sleep 30' sh "$dir" 2>"$dir/err" &
+	p=$!
+	wait_until 5 test -s "$dir/command"
+	read -r pid fence <"$dir/command"
+	watch_death "$pid"
+	reap "$p"
 	assert_equal "$status" 124
-	((elapsed >= 1000 && elapsed < 4000))
-	assert_equal "$stderr" "redlock-run: job held for --max-hold 1s; stopping the command"
+	# Held for 1s, not less (it was taken after start); stopped within the 2s of grace after
+	# that, counted from its grant (its fence: the server's clock, µs), however slow this
+	# machine is to start and end runs.
+	died=$(died_at "$pid")
+	echo "the command ended $(((died - fence) / 1000))ms after its grant" >&2
+	((died / 1000 >= start + 1000 && died - fence < (1000 + 2000) * 1000))
+	run cat "$dir/err"
+	assert_output "redlock-run: job held for --max-hold 1s; stopping the command"
 	run rcli_on fault exists job
 	assert_output 0
 }
@@ -184,50 +211,65 @@ teardown() {
 }
 
 @test "stderr that nobody reads never holds up stopping the command" {
+	deathwatch_start
 	mkfifo "$dir/stderr"
 	exec 5<>"$dir/stderr"       # a pipe nobody drains...
 	head -c 65536 /dev/zero >&5 # ...and full
-	"$RR" -t 600ms job -c "echo ready > $dir/ready; exec sleep 30" 2>&5 &
+	"$RR" -t 600ms job -c "echo \$\$ > $dir/ready; exec sleep 30" 2>&5 &
 	p=$!
 	wait_until 5 test -s "$dir/ready"
-	rcli_on fault del job >/dev/null
-	deleted=$(now_ms)
+	watch_death "$(cat "$dir/ready")"
+	expires=$(delete_key fault job)
 	reap "$p"
 	exec 5>&-
 	assert_equal "$status" 76
-	(($(now_ms) - deleted < 1500))
+	# Stopped before the lease the key had could have lapsed (the server's clock): the message
+	# that says so, which nobody reads, did not hold it up.
+	(($(died_at "$(cat "$dir/ready")") < expires * 1000))
 }
 
 @test "what the command leaves behind is stopped within the lease, not after --grace" {
-	"$RR" -t 1s --grace 10s job -c "sh -c 'trap \"\" TERM; echo \$\$ > $dir/leftover; exec sleep 30' &
+	deathwatch_start
+	"$RR" -t 1s --grace 10s job -c "echo \$\$ > $dir/command
+		sh -c 'trap \"\" TERM; echo \$\$ > $dir/leftover; exec sleep 30' &
 		while [ ! -s $dir/leftover ]; do sleep 0.01; done" 2>"$dir/err" &
 	p=$!
 	wait_until 5 test -s "$dir/leftover"
-	sleep 0.1 # the command has exited; its leftover ignores SIGTERM
+	watch_death "$(cat "$dir/leftover")"
+	wait_until 5 gone "$(cat "$dir/command")" # the command has exited; its leftover ignores SIGTERM
+	# The lease as the last renewal left it on the server; then the server freezes.
+	expires=$(last_expiry fault job)
 	kill -STOP "$(redis_pid fault)"
-	frozen=$(now_ms)
-	wait_until 3 gone "$(cat "$dir/leftover")"
-	# killed when the lease (1s from the last renewal) ran out, not 10s later
-	(($(now_ms) - frozen < 1500))
+	wait_until 5 gone "$(cat "$dir/leftover")"
+	# killed before the lease (1s from the last renewal) ran out, not 10s later
+	(($(died_at "$(cat "$dir/leftover")") < expires * 1000))
 	reap "$p"
 	kill -CONT "$(redis_pid fault)"
+	rcli_on fault client unpause >/dev/null
 	assert_equal "$status" 76
 	run cat "$dir/err"
 	assert_output --partial "lost the lock on job: no renewal for"
 }
 
 @test "--on-lost kill during a --max-hold stop: SIGKILL at once" {
+	deathwatch_start
 	"$RR" -t 3s --max-hold 500ms --grace 10s --on-lost kill job -c \
-		"trap '' TERM; echo ready > $dir/ready; sleep 30" 2>/dev/null &
+		"trap 'touch $dir/term' TERM; echo \$\$ > $dir/ready; sleep 30 & wait; sleep 30" \
+		2>"$dir/err" &
 	p=$!
 	wait_until 5 test -s "$dir/ready"
-	sleep 0.7 # --max-hold has sent SIGTERM, which the command ignores
-	rcli_on fault del job >/dev/null
-	deleted=$(now_ms)
+	watch_death "$(cat "$dir/ready")"
+	wait_until 5 test -e "$dir/term" # --max-hold has sent SIGTERM, which the command outlives
+	expires=$(delete_key fault job)
 	reap "$p"
 	assert_equal "$status" 76
-	# the renewal at 1s finds the key gone: SIGKILL then, not at the lease's end (3s)
-	(($(now_ms) - deleted < 1200))
+	# The next renewal (every second) finds the key gone: SIGKILL then, a second at least
+	# before the lease's end (3s after the renewal before it), not at that end nor after the
+	# grace (10s).
+	died=$(died_at "$(cat "$dir/ready")")
+	echo "killed $(((expires * 1000 - died) / 1000))ms before the lease's end" >&2
+	((died < (expires - 1000) * 1000))
+	grep -q "it expired or was deleted; killing the command" "$dir/err"
 }
 
 @test "something that hangs up on every request, and never answered: 69 at once, not hammered" {
@@ -274,8 +316,9 @@ time.sleep(30)' 3>&- &
 	reap "$p"
 	kill "$(cat "$dir/parent")"
 	assert_equal "$status" 0
-	# SIGTERM, SIGKILL after the grace period (1s), then one more second of looking
-	(($(now_ms) - start < 4000))
+	# SIGTERM, SIGKILL after the grace period (1s), then one more second of looking: not
+	# until the zombie's parent ends (30s), half of which is plenty.
+	(($(now_ms) - start < 15000))
 }
 
 @test "stderr that is a full socket (the journal) never holds up stopping the command" {
@@ -297,23 +340,28 @@ PY
 	assert_success
 	read -r code ms <<<"$output"
 	assert_equal "$code" 124
-	((ms < 2000))
+	# --max-hold and --grace (500ms), not held up by the socket for as long as nobody reads
+	# it (here, until timeout(1) gives up): half of that.
+	((ms < 10000))
 }
 
 @test "-w bounds a wait even when the server freezes during it: 75, the lock was seen held" {
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 10" &
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	start=$(now_ms)
-	"$RR" -w 1 job -- true 2>/dev/null &
+	"$RR" -v -w 1 job -- true 2>"$dir/err" &
 	waiter=$!
-	sleep 0.3
+	wait_until 5 grep -q 'waiting for job' "$dir/err"
 	kill -STOP "$(redis_pid fault)"
 	reap "$waiter"
 	elapsed=$(($(now_ms) - start))
 	kill -CONT "$(redis_pid fault)"
 	kill "$holder"
+	cat "$dir/err" >&2
 	assert_equal "$status" 75
-	# the wait, and at most 250ms for the last attempt's answer
-	((elapsed < 1800))
+	# the wait, and at most 250ms for the last attempt's answer (its own clock), not the 5s
+	# a request may take otherwise
+	grep -Eq 'giving up after 1\.[0-3]s$' "$dir/err"
+	((elapsed < 5000))
 }

@@ -86,14 +86,6 @@ up_for() {
 is_fence() { [[ $1 =~ ^[0-9]{16}$ ]] && (($1 > 1767225600000000 && $1 < 9007199254740992)); }
 
 
-# stamp FILE: copies standard input to FILE, each line prefixed with the time it arrived (µs).
-stamp() {
-	local line
-	while IFS= read -r line; do
-		echo "$(now_us) $line"
-	done >"$1"
-}
-
 # reap PID: waits for a background job and leaves its exit status in $status, as `run` does.
 reap() {
 	status=0
@@ -171,3 +163,51 @@ on_nodes() {
 	echo "$n"
 }
 
+# Facts from a server's own clock (ms since the epoch, the clock date(1) reads), which a busy
+# machine cannot shift: what a scenario compares its events with instead of a guessed bound.
+# server_ms NAME: server NAME's time now.
+server_ms() { rcli_on "$1" time | { read -r s && read -r us && echo $((s * 1000 + us / 1000)); }; }
+# expiry_on NAME KEY: when KEY expires on server NAME (-2: it is gone).
+expiry_on() { rcli_on "$1" pexpiretime "$2"; }
+# last_expiry NAME KEY: stops writes on server NAME (a renewal, which is a script, waits from
+# now on; reads do not) and says when KEY expires there, as the last renewal left it: final
+# until `rcli_on NAME client unpause` (or 20s).
+last_expiry() { printf 'CLIENT PAUSE 20000 WRITE\nPEXPIRETIME %s\n' "$2" | rcli_on "$1" | tail -n 1; }
+# delete_key NAME KEY: deletes KEY on server NAME behind its holder's back, and says when it
+# would have expired.
+delete_key() {
+	printf 'MULTI\nPEXPIRETIME %s\nDEL %s\nEXEC\n' "$2" "$2" | rcli_on "$1" | sed -n 4p
+}
+# waits_on NAME: how many times anyone got in line or blocked on server NAME so far (ZADD, in
+# the scripts, and BLPOP): unchanged across a run, that run did not wait.
+waits_on() {
+	rcli_on "$1" info commandstats |
+		awk -F '[:=,]' '$1 == "cmdstat_zadd" || $1 == "cmdstat_blpop" { n += $3 } END { print n + 0 }'
+}
+
+# When processes exit, as the kernel saw it (µs since the epoch): deathwatch.py, one for the
+# test, so that "the command was gone before the key expired" does not depend on how soon this
+# shell looks. deathwatch_start starts it; watch_death PID watches PID (still running) from
+# then on; died_at PID says when it exited, once it has; deathwatch_stop (teardown) ends it.
+deathwatch_start() {
+	mkfifo "$BATS_TEST_TMPDIR/deathwatch.pids"
+	python3 "$SOURCE_ROOT/tests/cli/deathwatch.py" <"$BATS_TEST_TMPDIR/deathwatch.pids" \
+		>"$BATS_TEST_TMPDIR/deaths" 3>&- &
+	deathwatch=$!
+	exec {deathwatch_fd}>"$BATS_TEST_TMPDIR/deathwatch.pids"
+}
+watch_death() {
+	echo "$1" >&"$deathwatch_fd"
+	wait_until 5 grep -Eq "^(watching|gone) $1\$" "$BATS_TEST_TMPDIR/deaths"
+	grep -q "^watching $1\$" "$BATS_TEST_TMPDIR/deaths"
+}
+died_at() {
+	wait_until 5 grep -q "^exited $1 " "$BATS_TEST_TMPDIR/deaths"
+	awk -v p="$1" '$1 == "exited" && $2 == p { print $3 }' "$BATS_TEST_TMPDIR/deaths"
+}
+deathwatch_stop() {
+	[ -n "${deathwatch:-}" ] || return 0
+	exec {deathwatch_fd}>&-
+	kill "$deathwatch" 2>/dev/null || true
+	deathwatch=
+}

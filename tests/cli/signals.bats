@@ -20,6 +20,10 @@ setup() {
 	ENTRY=$BATS_FILE_TMPDIR/entry
 }
 
+teardown() {
+	deathwatch_stop
+}
+
 # $ENTRY COMMAND...: runs COMMAND with SIGHUP ignored and SIGUSR1 blocked, as a nohup'ed job
 # under a parent that blocks signals would start it. A program, not a function, so that
 # `"$ENTRY" ... &` leaves COMMAND's own pid in $!.
@@ -63,24 +67,36 @@ EOT
 	done
 }
 
-@test "SIGKILL to redlock-run: the command and its grandchild are gone within a second" {
+@test "SIGKILL to redlock-run: the command and its grandchild are gone before its lease ends" {
+	deathwatch_start
 	"$RR" -t 2s job -c "echo \$\$ > $dir/child; sleep 300 & echo \$! > $dir/grandchild; wait" &
 	p=$!
 	wait_until 5 test -s "$dir/grandchild"
+	watch_death "$(cat "$dir/child")"
+	watch_death "$(cat "$dir/grandchild")"
 	kill -KILL "$p"
-	killed=$(now_ms)
 	wait "$p" || true
-	wait_until 1 gone "$(cat "$dir/child")"
-	wait_until 1 gone "$(cat "$dir/grandchild")"
-	# the lock expires within the TTL and the next contender goes ahead
-	run "$RR" -w 5 job -- true
+	# Nothing renews the lock any more: it expires by itself, less than a TTL after the
+	# kill (the server's clock)...
+	{ read -r s && read -r us && read -r expires; } < <(printf 'TIME\nPEXPIRETIME job\n' | rcli)
+	((expires > 0 && expires <= s * 1000 + us / 1000 + 2000))
+	# ...and nothing of the command runs by then.
+	wait_until 5 gone "$(cat "$dir/child")"
+	wait_until 5 gone "$(cat "$dir/grandchild")"
+	(($(died_at "$(cat "$dir/child")") < expires * 1000))
+	(($(died_at "$(cat "$dir/grandchild")") < expires * 1000))
+	# Not renewed since; the next contender goes ahead once it has expired.
+	local now_expires
+	now_expires=$(expiry_on main job)
+	[[ $now_expires == "$expires" || $now_expires == -2 ]]
+	run "$RR" -w 5 job -- sh -c 'echo $REDLOCK_FENCE'
 	assert_success
-	(($(now_ms) - killed <= 2500))
+	((output / 1000 >= expires))
 }
 
 @test "a command that leaves a background child: the child is stopped before the key is deleted" {
 	run "$RR" job -c "sh -c 'trap \"redis-cli -s $(redis_sock main) exists job > $dir/key-at-term; exit 0\" TERM
-			touch $dir/trapped; sleep 300 & wait' &
+			touch $dir/trapped; sleep 300 & wait' 2>/dev/null &
 		echo \$! > $dir/bg
 		while [ ! -e $dir/trapped ]; do sleep 0.01; done; echo started"
 	assert_success
@@ -138,7 +154,8 @@ EOT
 	sent=$(now_ms)
 	reap "$waiter"
 	assert_equal "$status" 143
-	(($(now_ms) - sent < 500))
+	# at once: not when the holder's 30s lease would end, nor a third of that
+	(($(now_ms) - sent < 10000))
 	run rcli get job
 	assert_output "$token"
 	kill "$holder"

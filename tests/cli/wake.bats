@@ -17,29 +17,45 @@ setup() {
 	main_server_reset
 }
 
-@test "a waiter starts within 100ms of the release, even with -t 60s" {
-	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 0.7; date +%s%6N > $dir/released" &
+# in_line N: N waiters are in job's line on the main server.
+in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+
+@test "a waiter starts as the holder releases, not when a 60s lease would have ended" {
+	"$RR" -t 60s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done
+		date +%s%6N > $dir/released" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	run "$RR" -t 60s job -c "date +%s%6N"
-	assert_success
-	started=$output
-	wait "$holder"
+	"$RR" -t 60s job -c "date +%s%6N > $dir/started" &
+	waiter=$!
+	wait_until 5 in_line 1
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$waiter"
+	assert_equal "$status" 0
+	started=$(cat "$dir/started")
 	released=$(cat "$dir/released")
-	((started - released < 100000))
+	echo "started $((started - released))µs after the holder's command ended" >&2
+	# After the holder's end, and woken by its release: a third of the lease it waited on.
+	((started > released && started - released < 20000000))
 }
 
-@test "a holder SIGKILLed while another waits: the waiter has the lock within TTL + 1s" {
+@test "a holder SIGKILLed while another waits: the waiter has the lock as its lease runs out" {
 	"$RR" -t 2s job -c "echo ready > $dir/ready; exec sleep 60" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	"$RR" -t 2s job -c "date +%s%6N > $dir/started" &
+	"$RR" -t 2s job -c "echo \$REDLOCK_FENCE > $dir/fence" &
 	waiter=$!
-	sleep 0.2
+	wait_until 5 in_line 1
 	kill -KILL "$holder"
-	killed=$(now_us)
+	# The dead holder's lease: nothing renews it now.
+	expires=$(expiry_on main job)
 	wait "$waiter"
-	(($(cat "$dir/started") - killed < 3000000))
+	# Granted (its fence: the server's clock, µs) once that lease ran out, and less than
+	# another lease after it: its own clock re-checked, no release woke it.
+	granted=$(($(cat "$dir/fence") / 1000))
+	echo "granted $((granted - expires))ms after the dead holder's lease ran out" >&2
+	((expires > 0 && granted >= expires && granted - expires < 2000))
 }
 
 @test "8 waiters on one lock: each release wakes the next, all 8 finish, nothing is left" {
@@ -57,8 +73,9 @@ setup() {
 	for p in "${pids[@]}"; do
 		wait "$p"
 	done
-	# 0.3s for the holder and 8 x 0.1s: a waiter woken by a lease running out would take 60s
-	(($(now_ms) - start < 4000))
+	# 0.3s for the holder and 8 x 0.1s: a waiter woken by a lease running out would take 60s,
+	# a third of which is plenty for the 8 runs on a busy machine
+	(($(now_ms) - start < 20000))
 	run grep -c start "$dir/log"
 	assert_output 8
 	# one at a time, in fence order
@@ -71,7 +88,7 @@ setup() {
 }
 
 @test "a waiter whose wait runs out leaves no registration behind" {
-	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 2" &
+	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	run "$RR" -w 0.3 job -- true
@@ -83,34 +100,45 @@ setup() {
 }
 
 @test "-v names the holder and says how long it has left, then tells the rest" {
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 0.5" &
+	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	run --separate-stderr "$RR" -v job -- true
-	assert_success
-	[[ ${stderr_lines[0]} =~ ^"redlock-run: waiting for job (held by $(hostname):$holder, "[0-9.]+s" left)"$ ]]
-	[[ $stderr =~ "redlock-run: acquired job after "[0-9.]+m?s", fence "[0-9]{16} ]]
-	[[ $stderr == *"redlock-run: released job"* ]]
+	"$RR" -v job -- true 2>"$dir/err" &
+	waiter=$!
+	wait_until 5 in_line 1
+	touch "$dir/go"
+	reap "$waiter"
+	assert_equal "$status" 0
+	run cat "$dir/err"
+	[[ ${lines[0]} =~ ^"redlock-run: waiting for job (held by $(hostname):$holder, "[0-9.]+s" left)"$ ]]
+	[[ $output =~ "redlock-run: acquired job after "[0-9.]+m?s", fence "[0-9]{16} ]]
+	[[ $output == *"redlock-run: released job"* ]]
 	wait "$holder"
 }
 
 @test "-v on a terminal: one status line, redrawn in place while waiting" {
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 2.5" &
+	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	script -qfec "$RR -v job -- true" /dev/null >"$dir/screen"
+	script -qfec "$RR -v job -- true" /dev/null >"$dir/screen" &
+	waiter=$!
+	# redrawn at least twice (every second): the holder lets go only then
+	redrawn() { (($(grep -o $'\r\e\\[K' "$dir/screen" | wc -l) >= 3)); }
+	wait_until 10 redrawn
+	touch "$dir/go"
+	reap "$waiter"
+	assert_equal "$status" 0
 	wait "$holder"
-	# redrawn at least twice (every second), with no line feed in between
+	# with no line feed in between
 	run grep -c 'waiting for job' "$dir/screen"
 	assert_output 1
-	(($(grep -o $'\r\e\\[K' "$dir/screen" | wc -l) >= 3))
 }
 
 @test "--status on a free, a held and an unreachable lock" {
 	run --separate-stderr "$RR" --status job
 	assert_success
 	assert_output "job is free (never taken)"
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	run "$RR" --status job
@@ -148,7 +176,7 @@ eviction_fields() {
 	assert_success
 	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "mode": "exclusive", "limit": 1, "holders": []'
 	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields), \"replica_of\": null}]}"
-	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 5" &
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	run "$RR" --status --json job
@@ -156,7 +184,7 @@ eviction_fields() {
 	echo "$output" | python3 -m json.tool >/dev/null
 	fields=$(echo "$output" | python3 -c 'import json, sys
 o = json.load(sys.stdin)
-print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"] == int(sys.argv[1]),
+print(o["key"], o["held"], o["host"], o["pid"], 15000 < o["ttl_ms"] <= 30000, o["fence"] == int(sys.argv[1]),
       o["token"].endswith(":%d" % o["pid"]))' "$(rcli get '{job}:fence')")
 	assert_equal "$fields" "job True $(hostname) $holder True True True"
 	kill "$holder"
@@ -189,5 +217,5 @@ print(o["key"], o["held"], o["host"], o["pid"], o["ttl_ms"] > 29000, o["fence"] 
 	run --separate-stderr "$RR" -r "unix://viewer:v@$(redis_sock main)" --status --json job
 	rcli acl deluser viewer >/dev/null
 	assert_success
-	assert_output --partial '"maxmemory_policy": null, "evictable": null}'
+	assert_output --partial '"maxmemory_policy": null, "evictable": null, "replica_of": null}'
 }
