@@ -104,6 +104,7 @@ tls_resumed(const struct tls *t)
 	X(SSL_CTX_check_private_key)                                                               \
 	X(SSL_CTX_set_default_passwd_cb)                                                           \
 	X(SSL_CTX_sess_set_new_cb)                                                                 \
+	X(SSL_CTX_set_client_cert_cb)                                                              \
 	X(SSL_new)                                                                                 \
 	X(SSL_free)                                                                                \
 	X(SSL_ctrl)                                                                                \
@@ -171,6 +172,8 @@ struct tls {
 	char host[256];   /* the name verified and sent, or the address literal */
 	char server[300]; /* "host:port", the key of its session */
 	bool by_address;  /* host is an IP address literal */
+	bool no_cert;     /* the server asked for a client certificate, and we had none */
+	bool read_any;    /* application data came from the server */
 };
 
 static void
@@ -235,6 +238,21 @@ see_certificate(int ok, X509_STORE_CTX *store)
 	return ok;
 }
 
+/* Called when the server asks for a client certificate and none was given: TLS 1.3 completes
+ * the handshake on our side all the same, and the server's refusal arrives later, as an alert
+ * or a bare close, whichever the network delivers first. Noting the request here lets either
+ * be explained. */
+static int
+no_client_certificate(SSL *ssl, X509 **cert, EVP_PKEY **key)
+{
+	struct tls *t = p_SSL_get_ex_data(ssl, 0);
+
+	(void)cert, (void)key;
+	if (t)
+		t->no_cert = true;
+	return 0;
+}
+
 /* An encrypted private key is not supported: without this, OpenSSL would ask for its
  * passphrase on the terminal, and a cron job would hang there. */
 static int
@@ -283,6 +301,7 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 	p_SSL_CTX_sess_set_new_cb(tls.ctx, keep_session);
 	p_SSL_CTX_set_verify(tls.ctx, SSL_VERIFY_PEER, see_certificate);
 	p_SSL_CTX_set_default_passwd_cb(tls.ctx, no_passphrase);
+	p_SSL_CTX_set_client_cert_cb(tls.ctx, no_client_certificate);
 	tls.insecure = cfg && cfg->insecure;
 	if (cfg && cfg->sni)
 		snprintf(tls.sni, sizeof(tls.sni), "%s", cfg->sni);
@@ -494,6 +513,18 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 	}
 }
 
+/* The peer closed the connection: a server that asked for the client certificate we did not
+ * have closes before its first reply, and says why only if its alert outran the close. */
+static enum tls_result
+closed(const struct tls *t, char *err, size_t size)
+{
+	if (!t->no_cert || t->read_any)
+		return TLS_CLOSED;
+	snprintf(err, size, "the server asked for a client certificate and closed the connection "
+			    "without one (give one with --cert and --key)");
+	return TLS_FAILED;
+}
+
 /* What the outcome of an SSL call means for us; err is set for TLS_FAILED. */
 static enum tls_result
 outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
@@ -510,7 +541,7 @@ outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
 	case SSL_ERROR_WANT_WRITE:
 		return TLS_WANT_WRITE;
 	case SSL_ERROR_ZERO_RETURN:
-		return TLS_CLOSED;
+		return closed(t, err, size);
 	default:
 		break;
 	}
@@ -521,7 +552,7 @@ outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
 	}
 	code = p_ERR_get_error();
 	if (!code && e == SSL_ERROR_SYSCALL)
-		return TLS_CLOSED;
+		return closed(t, err, size);
 	switch (ERR_GET_REASON(code)) {
 	case SSL_R_WRONG_VERSION_NUMBER:
 	case SSL_R_PACKET_LENGTH_TOO_LONG:
@@ -529,7 +560,7 @@ outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
 		break;
 	case SSL_R_UNEXPECTED_EOF_WHILE_READING:
 		p_ERR_clear_error();
-		return TLS_CLOSED;
+		return closed(t, err, size);
 	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
 	case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
 	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
@@ -557,9 +588,13 @@ tls_handshake(struct tls *t, char *err, size_t size)
 enum tls_result
 tls_read(struct tls *t, void *buf, size_t size, size_t *got, char *err, size_t errsize)
 {
+	bool ok;
+
 	*got = 0;
 	p_ERR_clear_error();
-	return outcome(t, p_SSL_read_ex(t->ssl, buf, size, got) == 1, false, err, errsize);
+	ok = p_SSL_read_ex(t->ssl, buf, size, got) == 1;
+	t->read_any |= ok;
+	return outcome(t, ok, false, err, errsize);
 }
 
 enum tls_result
