@@ -264,6 +264,19 @@ run_example() {
 	done <<<"$snippets"
 }
 
+# units_to_verify: $units, a folder for units that systemd-analyze verify is to check, once
+# it is seen to work here. First a unit that cannot be wrong: if even that fails, verify does
+# not work in this container, which says nothing about ours, and the test is skipped.
+units_to_verify() {
+	need systemd-analyze systemd
+	units=$BATS_TEST_TMPDIR/units
+	mkdir "$units"
+	printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/probe.service"
+	run systemd-analyze verify --man=no "$units/probe.service"
+	[[ $status == 0 && -z $output ]] ||
+		skip "systemd-analyze verify does not work here: ${output:-status $status}"
+}
+
 @test "the README's blocks are as they run: a crontab with a PATH, a unit that verifies" {
 	need_yaml
 	n=0
@@ -288,13 +301,7 @@ PY
 	# The unit runs what the package installs, and verifies.
 	unit=$(awk '/^```ini/ { c = 1; next } c && /^```/ { c = 0 } c' "$SOURCE_ROOT/README.md")
 	grep -q '^ExecStart=/usr/bin/redlock-run ' <<<"$unit"
-	need systemd-analyze systemd
-	units=$BATS_TEST_TMPDIR/units
-	mkdir "$units"
-	printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/probe.service"
-	run systemd-analyze verify --man=no "$units/probe.service"
-	[[ $status == 0 && -z $output ]] ||
-		skip "systemd-analyze verify does not work here: ${output:-status $status}"
+	units_to_verify
 	sed -e "s|^ExecStart=/usr/bin/redlock-run |ExecStart=$REDLOCK_RUN |" \
 		-e 's| -- /usr/local/bin/reindex$| -- /bin/true|' <<<"$unit" >"$units/reindex.service"
 	run systemd-analyze verify --man=no "$units/reindex.service"
@@ -303,15 +310,7 @@ PY
 }
 
 @test "the systemd units pass systemd-analyze verify" {
-	need systemd-analyze systemd
-	units=$BATS_TEST_TMPDIR/units
-	mkdir "$units"
-	# First a unit that cannot be wrong: if even that fails, verify does not work in this
-	# container, which says nothing about the examples.
-	printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$units/probe.service"
-	run systemd-analyze verify --man=no "$units/probe.service"
-	[[ $status == 0 && -z $output ]] ||
-		skip "systemd-analyze verify does not work here: ${output:-status $status}"
+	units_to_verify
 	# verify wants ExecStart='s program to exist: the built binary and true stand in for the
 	# installed redlock-run and the report, the rest of the line unchanged.
 	sed -e "s|^ExecStart=/usr/bin/redlock-run |ExecStart=$REDLOCK_RUN |" \
