@@ -10,18 +10,22 @@ bats_require_minimum_version 1.5.0
 BATS_TEST_TIMEOUT=300
 load helpers
 
+# Why the tests are skipped, if they are: bats 1.8 (Debian 12) cannot skip from setup_file.
 setup_file() {
 	local commit
 	if ! git -C "$SOURCE_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
-		skip "no git history here (a release tarball): the previous release cannot be built"
+		export UPGRADE_SKIP="no git history here (a release tarball): the previous release cannot be built"
+		return 0
 	fi
 	commit=$(sed -n 's/^## [0-9.]* (.*, commit \([0-9a-f]*\))$/\1/p' "$SOURCE_ROOT/NEWS" | head -1)
 	[ -n "$commit" ] || {
 		echo "NEWS names no previous release's commit" >&2
 		return 1
 	}
-	git -C "$SOURCE_ROOT" cat-file -e "$commit^{commit}" 2>/dev/null ||
-		skip "this clone's history does not reach the previous release ($commit): git fetch --unshallow"
+	if ! git -C "$SOURCE_ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+		export UPGRADE_SKIP="this clone's history does not reach the previous release ($commit): git fetch --unshallow"
+		return 0
+	fi
 	OLD=$BATS_FILE_TMPDIR/old
 	mkdir -p "$OLD/src"
 	git -C "$SOURCE_ROOT" archive "$commit" | tar -x -C "$OLD/src"
@@ -36,6 +40,7 @@ teardown_file() {
 }
 
 setup() {
+	[ -z "${UPGRADE_SKIP:-}" ] || skip "$UPGRADE_SKIP"
 	OLD_RR=$BATS_FILE_TMPDIR/old/build/redlock-run
 	export REDLOCK_URL="unix://$(redis_sock main)"
 	rcli flushall >/dev/null
