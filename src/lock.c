@@ -1414,7 +1414,8 @@ released(const struct reply *r, long long *up)
 	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
 	    reply_type(reply_element(r, 1)) != REPLY_INTEGER)
 		return -2;
-	*up = reply_integer(reply_element(r, 1));
+	/* (An uptime below 0 is no uptime: found by fuzz/fuzz_reply.) */
+	*up = reply_integer(reply_element(r, 1)) < 0 ? -1 : reply_integer(reply_element(r, 1));
 	return reply_integer(reply_element(r, 0)) == 0 ? 0 : -1;
 }
 
@@ -1431,7 +1432,7 @@ static bool
 lost_with_data(struct lock *l, const char *address, long long got, long long up, int64_t sent,
 	       int64_t before, bool asked_again)
 {
-	int64_t span = up > INT64_MAX / NS_PER_S ? TIME_NEVER : up * NS_PER_S;
+	int64_t span = up < 0 ? 0 : up > INT64_MAX / NS_PER_S ? TIME_NEVER : up * NS_PER_S;
 	char ago[32];
 
 	if (got > 0)
