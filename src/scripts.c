@@ -14,6 +14,18 @@
 	"local t = redis.call('TIME')\n"                                                           \
 	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 
+/* `clock()`: the same, asked of the server once, the first time a script needs it (a grant on
+ * a free lock never does). */
+#define CLOCK                                                                                      \
+	"local now\n"                                                                              \
+	"local function clock()\n"                                                                 \
+	"  if not now then\n"                                                                      \
+	"    local t = redis.call('TIME')\n"                                                       \
+	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
+	"  end\n"                                                                                  \
+	"  return now\n"                                                                           \
+	"end\n"
+
 /* How long a fence counter outlives the last acquisition or renewal, at least (ms): an unused
  * lock leaves nothing behind for longer (DESIGN §3). */
 #define FENCE_KEEP_MS "3600000"
@@ -76,50 +88,82 @@
 	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01]):([01])$')\n"                          \
 	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
 	"in_line, age = in_line == '1', age == '1'\n"                                              \
-	FENCE AGE
+	CLOCK FENCE AGE
 #define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
 
-/* `shared`: how many shared waiters are in line (`waiting`, a key), or -1 when an exclusive
- * one is: it goes first. Those whose time is over (as of `now`) leave the line first. */
-#define COUNT_SHARED(waiting)                                                                      \
-	"redis.call('ZREMRANGEBYSCORE', " waiting ", '-inf', now)\n"                               \
-	"local shared = 0\n"                                                                       \
-	"for _, w in ipairs(redis.call('ZRANGE', " waiting ", 0, -1)) do\n"                        \
-	"  if string.sub(w, 1, 2) ~= 's:' then shared = -1 break end\n"                            \
-	"  shared = shared + 1\n"                                                                  \
+/*
+ * The line (KEYS[4] of the acquire scripts) is a sorted set of waiters, each scored by when its
+ * place ends: shortly after the lease it waits out (server time, ms). An exclusive waiter (or a
+ * semaphore's) is its value, scored by that time; a shared one is "s:" and its value, scored by
+ * the time's negation. So every place that is over, of either kind, lies in [-now, now], and
+ * each kind is counted with one ZCOUNT: no script reads the whole line, and a handoff costs the
+ * same whatever its length (DESIGN §3).
+ */
+
+/* `exclusive_waiters(line)`: how many exclusive waiters are in `line` (a key) as of `now`, once
+ * the places that are over have left it. */
+#define EXCLUSIVE_WAITERS                                                                          \
+	"local function exclusive_waiters(line)\n"                                                 \
+	"  redis.call('ZREMRANGEBYSCORE', line, -now, now)\n"                                      \
+	"  return redis.call('ZCOUNT', line, '(' .. now, '+inf')\n"                                \
 	"end\n"
 
+/* Wakes every shared waiter in `line` (a key) as of `now`, on their wake list `list` (a key):
+ * one wake-up each, which lasts a handoff allowance. */
+#define WAKE_ALL_SHARED(line, list)                                                                \
+	"local shared = redis.call('ZCOUNT', " line ", '-inf', '(' .. -now)\n"                     \
+	"for _ = 1, shared do redis.call('RPUSH', " list ", 1) end\n"                              \
+	"if shared > 0 then redis.call('PEXPIRE', " list ", " HANDOFF_MS ") end\n"
+
 /* An exclusive waiter left the line, and nobody holds KEY exclusively: unless another
- * exclusive one waits, the shared waiters that waited behind it may go, and are woken on
- * their list (`list`, a key). */
-#define WAKE_SHARED(waiting, list)                                                                 \
-	NOW COUNT_SHARED(waiting) "for _ = 1, shared do redis.call('RPUSH', " list ", 1) end\n"    \
-				  "if shared > 0 then redis.call('PEXPIRE', " list ", " HANDOFF_MS \
-				  ") end\n"
+ * exclusive one waits, the shared waiters that waited behind it may go. (The script's own
+ * `now`, where it has one.) */
+#define WAKE_SHARED(line, list)                                                                    \
+	NOW EXCLUSIVE_WAITERS "if exclusive_waiters(" line ") == 0 then\n" WAKE_ALL_SHARED(         \
+		line, list) "end\n"
 
 /*
  * The acquire scripts' end when the lock is held: with `handoff` ms (see ARGS) > 0, the waiter
- * `me` is registered in KEYS[4], the waiters, until that long after the `pttl` ms left of what
- * it waits for, so that the release wakes it; otherwise it leaves that line. A waiter is our
- * value, or "s:" and our value when we want the lock shared: a release wakes one of the
- * others, or, when only shared ones wait, all of them.
+ * `me` takes its place in KEYS[4] (see above; `side` is 1, or -1 for a shared one) until that
+ * long after the `pttl` ms left of what it waits for, as of `now`, so that the release wakes it;
+ * otherwise it leaves that line. A release wakes one of the others, or, when only shared ones
+ * wait, all of them.
+ *
+ * The line's key lives as long as the latest place: the places of one KEY's waiters end
+ * together, shortly after the lease they all wait out, and a waiter takes its place again each
+ * time it looks, so setting the key's life to ours costs one command, not two. (Should it end an
+ * older waiter's longer place early, that waiter's wake-up waits for the lease it waits out,
+ * as a lost wake-up's does.)
  */
 #define WAIT_IN_LINE                                                                               \
 	"if handoff > 0 then\n"                                                                    \
-	"  " NOW "  local life = math.max(pttl, 0) + handoff\n"                                    \
-	"  redis.call('ZADD', KEYS[4], now + life, me)\n"                                          \
-	"  if redis.call('PTTL', KEYS[4]) < life then\n"                                           \
-	"    redis.call('PEXPIRE', KEYS[4], life)\n"                                               \
-	"  end\n"                                                                                  \
+	"  local life = math.max(pttl, 0) + handoff\n"                                             \
+	"  redis.call('ZADD', KEYS[4], side * (clock() + life), me)\n"                                 \
+	"  redis.call('PEXPIRE', KEYS[4], life)\n"                                                 \
 	"else\n"                                                                                   \
 	"  redis.call('ZREM', KEYS[4], me)\n"                                                      \
 	"end\n"
 
 /*
+ * `take()`: SET KEY our value NX PX ttl, and what KEY held when it was not free: false when we
+ * took it, the holder's value, or an error reply when KEY is not a string (a shared lock's or a
+ * semaphore's holders). One command where the server takes NX with GET (Redis 7.0 and later);
+ * SET, then GET, where it does not.
+ */
+#define TAKE                                                                                       \
+	"local function take()\n"                                                                  \
+	"  local old = redis.pcall('SET', KEYS[1], me, 'NX', 'PX', ttl, 'GET')\n"                  \
+	"  if type(old) ~= 'table' or string.find(old.err, 'WRONGTYPE', 1, true) then\n"           \
+	"    return old\n"                                                                         \
+	"  end\n"                                                                                  \
+	"  if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then return false end\n"             \
+	"  return redis.pcall('GET', KEYS[1])\n"                                                   \
+	"end\n"
+
+/*
  * The lock is a string at KEY, the holder's value. KEY may also be a sorted set (see the
  * semaphore's scripts below): shared holders, whom an exclusive one waits for, or a
- * semaphore's, which it refuses to mix with. GET is called protected, so that finding one
- * costs the common path nothing.
+ * semaphore's, which it refuses to mix with.
  *
  * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters,
  * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] as ARGS says. (Ten
@@ -127,26 +171,31 @@
  * Redis answers a longer command from a client that has not authenticated with a protocol
  * error instead of NOAUTH.)
  *
- * Returns {1, fence, 1, data_age()} when the lock is ours: taken now (SET NX first, the common
- * case; taken by a waiter, the wake-ups meant for an earlier release are cleared), or taken by an
- * earlier request with the same value whose reply was lost (its lease is refreshed and its fence
- * returned). Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease
- * ends last); a waiter is then registered until shortly after that, so that the release wakes
- * it. An error "LIMIT …" when KEY is a semaphore.
+ * Returns {1, fence, 1, data_age()} when the lock is ours: taken now (the common case; taken by a
+ * waiter, the wake-ups meant for an earlier release are cleared), or taken by an earlier request
+ * with the same value whose reply was lost (its lease is refreshed and its fence returned).
+ * Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease ends last);
+ * a waiter is then registered until shortly after that, so that the release wakes it. An error
+ * "LIMIT …" when KEY is a semaphore. A waiter looking again while the holder keeps the lock costs
+ * the server six commands, this call included.
  */
 static struct script script_acquire = {
 	.writes = true,
 	.text = ARGS
-	"local me = ARGV[1]\n"
-	"if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then\n"
+	"local me, side = ARGV[1], 1\n" TAKE
+	"local holder = take()\n"
+	"if not holder then\n"
 	"  if in_line then\n"
 	"    redis.call('ZREM', KEYS[4], me)\n"
 	"    redis.call('DEL', KEYS[3])\n"
 	"  end\n"
 	"  return {1, fence(), 1, data_age()}\n"
 	"end\n"
-	"local holder = redis.pcall('GET', KEYS[1])\n"
-	"local readers = type(holder) == 'table'\n"
+	"if holder == me then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
+	"  return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
+	"end\n"
+	"local readers, pttl = type(holder) == 'table', nil\n"
 	"if readers then\n"
 	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
 	"  if tag ~= 'shared' then\n"
@@ -154,14 +203,10 @@ static struct script script_acquire = {
 	"      string.sub(tag, 7) .. ', not as a lock')\n"
 	"  end\n"
 	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
-	"elseif holder == me then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
-	"  return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
 	"end\n"
-	"local pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
-	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED(
-		"KEYS[4]", "KEYS[5]") "end\n"
-				      "return {0, pttl, holder}\n",
+	"pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
+	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED("KEYS[4]", "KEYS[5]") "end\n"
+	"return {0, pttl, holder}\n",
 };
 
 /* A renewal keeps the fence counter (KEYS[2]) as long as the lock, at least: so a key found
@@ -187,24 +232,23 @@ static struct script script_renew = {
 };
 
 /*
- * The release scripts' end, when anyone waits (KEYS[3]): the waiters whose time is over leave
- * the line, and if any other than shared ones are left, one wake-up goes on the wake list
- * (KEYS[2]), which BLPOP hands to exactly one of them; if only shared ones are, as many go on
- * theirs (KEYS[5]) as there are, which wakes them all. Wake-ups last a handoff allowance.
- * `now` is the server's time in ms, or nil when the script has not asked it yet.
+ * The release scripts' end, when anyone waits (KEYS[3]): the places that are over leave the
+ * line; if any exclusive waiter is left, one wake-up goes on the wake list (KEYS[2]), which
+ * BLPOP hands to exactly one of them; if only shared ones are, each gets one on theirs (KEYS[5]).
+ * Wake-ups last a handoff allowance. `now` is the server's time in ms, or nil when the script
+ * has not asked it yet.
  */
 #define WAKE                                                                                       \
 	"if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                             \
 	"  if not now then\n"                                                                      \
 	"    local t = redis.call('TIME')\n"                                                       \
 	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
-	"  end\n" COUNT_SHARED(                                                                    \
-		"KEYS[3]") "  local list = shared < 0 and KEYS[2] or KEYS[5]\n"                    \
-			   "  for _ = 1, shared < 0 and 1 or shared do redis.call('RPUSH', list, " \
-			   "1) end\n"                                                              \
-			   "  if shared ~= 0 then redis.call('PEXPIRE', list, " HANDOFF_MS         \
-			   ") end\n"                                                               \
-			   "end\n"
+	"  end\n" EXCLUSIVE_WAITERS                                                                \
+	"  if exclusive_waiters(KEYS[3]) > 0 then\n"                                               \
+	"    redis.call('RPUSH', KEYS[2], 1)\n"                                                    \
+	"    redis.call('PEXPIRE', KEYS[2], " HANDOFF_MS ")\n"                                     \
+	"  else\n" WAKE_ALL_SHARED("KEYS[3]", "KEYS[5]") "  end\n"                                 \
+	"end\n"
 
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
@@ -226,6 +270,27 @@ static struct script script_release = {
 };
 
 /*
+ * `head(now)`: a semaphore's or shared lock's tag (see below; nil when there is none), and the
+ * holder whose lease ends first, with that end; when that end is past (a holder that stopped
+ * renewing), the holders whose leases are over leave KEY first. In the common case, one command
+ * reads all three: the tag, scored -1, comes first.
+ */
+#define HEAD                                                                                       \
+	"local function head(now)\n"                                                               \
+	"  local function read()\n"                                                                \
+	"    local h = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')\n"                        \
+	"    local tag = h[2] and tonumber(h[2]) < 0 and h[1] or nil\n"                            \
+	"    return tag, h[tag and 3 or 1], tonumber(h[tag and 4 or 2])\n"                         \
+	"  end\n"                                                                                  \
+	"  local tag, first, ends = read()\n"                                                      \
+	"  if ends and ends <= now then\n"                                                         \
+	"    redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"                                    \
+	"    tag, first, ends = read()\n"                                                          \
+	"  end\n"                                                                                  \
+	"  return tag, first, ends\n"                                                              \
+	"end\n"
+
+/*
  * A semaphore (--limit N) is a sorted set at KEY: each holder's value, scored by when its lease
  * ends (server time, ms), and the member "limit:N", scored -1, that says which N the holders
  * agreed on. A shared lock (--shared) is the same with the member "shared", and no N. The key
@@ -239,10 +304,9 @@ static struct script script_release = {
  */
 static struct script script_sem_acquire = {
 	.writes = true,
-	.text = ARGS
-	"local me = ARGV[1]\n" NOW "local tag = 'limit:' .. limit\n"
-	"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
-	"local old = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
+	.text = ARGS HEAD
+	"local me, side, tag = ARGV[1], 1, 'limit:' .. limit\n"
+	"local old, first, ends = head(clock())\n"
 	"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
 	"if old and old ~= tag and count > 0 then\n"
 	"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held ' ..\n"
@@ -258,9 +322,7 @@ static struct script script_sem_acquire = {
 	"  local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
 	"  return {1, kept or fence(), mine and count or count + 1, data_age()}\n"
 	"end\n"
-	"local first = redis.call('ZRANGEBYSCORE', KEYS[1], 0, '+inf', 'WITHSCORES', "
-	"'LIMIT', 0, 1)\n"
-	"local pttl = first[2] - now\n" WAIT_IN_LINE "return {0, pttl, first[1]}\n",
+	"local pttl = ends - now\n" WAIT_IN_LINE "return {0, pttl, first}\n",
 };
 
 /*
@@ -271,14 +333,14 @@ static struct script script_sem_acquire = {
  */
 static struct script script_shared_acquire = {
 	.writes = true,
-	.text = ARGS
-	"local me = 's:' .. ARGV[1]\n" NOW "local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
+	.text = ARGS HEAD
+	"local me, side = 's:' .. ARGV[1], -1\n"
+	"local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
 	"local mine, count = false, 0\n"
 	"if type(holder) == 'string' then\n"
 	"  pttl = redis.call('PTTL', KEYS[1])\n"
 	"elseif holder then\n"
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"
-	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+	"  local tag = head(clock()) or 'limit:?'\n"
 	"  if tag ~= 'shared' then\n"
 	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
 	"      string.sub(tag, 7) .. ', not shared')\n"
@@ -287,18 +349,13 @@ static struct script script_shared_acquire = {
 	"  count = redis.call('ZCARD', KEYS[1]) - 1\n"
 	"end\n"
 	"if not pttl and not mine then\n"
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)\n"
-	"  local w = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')\n"
-	"  for i = 1, #w, 2 do\n"
-	"    if string.sub(w[i], 1, 2) ~= 's:' then\n"
-	"      holder, pttl = w[i], w[i + 1] - now\n"
-	"      break\n"
-	"    end\n"
-	"  end\n"
+	"  local first = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. clock(), '+inf', 'WITHSCORES',\n"
+	"                           'LIMIT', 0, 1)\n"
+	"  if first[1] then holder, pttl = first[1], first[2] - now end\n"
 	"end\n"
 	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
 	"end\n"
-	"redis.call('ZADD', KEYS[1], -1, 'shared', now + ttl, ARGV[1])\n"
+	"redis.call('ZADD', KEYS[1], -1, 'shared', clock() + ttl, ARGV[1])\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
 	"local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"

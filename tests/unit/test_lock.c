@@ -360,7 +360,8 @@ main(void)
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_ACQUIRED);
 	/* The exclusive release wakes the shared waiter on its list; a shared renewal finds
 	 * the exclusive holder. */
-	redis_fixture_call(admin, "ZADD", "{rw}:waiting", "9999999999999", "s:someone-shared",
+	/* (A shared waiter's place is scored by the negation of its end.) */
+	redis_fixture_call(admin, "ZADD", "{rw}:waiting", "-9999999999999", "s:someone-shared",
 			   NULL);
 	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_TAKEN);
 	CHECK_STR(b.holder, c.value);
