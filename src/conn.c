@@ -782,6 +782,21 @@ conn_send(struct conn *c, int argc, const char **argv, const size_t *argvlen)
 	return write_some(c) == CONN_OK ? 0 : -1;
 }
 
+int
+conn_nudge(struct conn *c)
+{
+	char *grown;
+
+	if (c->phase != PHASE_OPEN)
+		return -1;
+	if (!(grown = realloc(c->out, c->out_len + 2)))
+		return -1;
+	c->out = grown;
+	memcpy(c->out + c->out_len, "\r\n", 2);
+	c->out_len += 2;
+	return write_some(c) == CONN_OK ? 0 : -1;
+}
+
 static enum conn_result
 closed_by_server(struct conn *c)
 {

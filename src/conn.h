@@ -111,6 +111,10 @@ unsigned conn_due(const struct conn *c);
 /* The replies still due are dropped as they come: the connection can carry on with the next
  * request at once. */
 void conn_forget(struct conn *c);
+/* Sends an empty line, which a Redis server reads and skips: no command, no reply. Reading it
+ * wakes the server's event loop, which times a blocked client out then (Redis 6 and later do
+ * so whenever the loop turns), not at its next tick. -1 when it cannot be sent. */
+int conn_nudge(struct conn *c);
 /* When c last became open (CLOCK_BOOTTIME): a request queued while it was opening went out
  * then. */
 int64_t conn_opened_at(const struct conn *c);

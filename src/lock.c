@@ -1183,16 +1183,30 @@ abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
 }
 
 /*
+ * How long after the end of the lease it waits out a waiter's next attempt runs, at the
+ * earliest (see wait_turn): the drift allowance of a lease that long (DESIGN §3), and a few ms
+ * more for the holder's SIGKILL to have done its work.
+ */
+static int64_t
+wait_margin(int64_t lease)
+{
+	return 10 * NS_PER_MS + lease / 100;
+}
+
+/*
  * Others hold the lock: says so (a live line is redrawn every second, a log names each holder
  * once) and blocks on the wake lists of the nodes that hold it (BLPOP), until one release wakes
- * us, until enough of the holders' leases would have run out for a quorum to be free, or until
- * the wait ends, whichever comes first: a lost wake-up or a crashed holder costs at most the
- * lease. A lock that never expires was not taken by redlock-run and wakes nobody: it is looked
- * at again twice a second.
+ * us, until a little after enough of the holders' leases would have run out for a quorum to be
+ * free (wait_margin), or until the wait ends, whichever comes first: a lost wake-up or a
+ * crashed holder costs the lease, and at most the server's timer resolution more (a blocked
+ * client is timed out at the server's next tick, up to 1/hz late). A lock that never expires
+ * was not taken by redlock-run and wakes nobody: it is looked at again twice a second.
  *
- * The end is kept on our clock, to the millisecond: a server times a blocked client out only at
- * its next tick, up to 1/hz late. Then the connections still blocked are closed (as are those
- * of the other nodes once one has woken us). A wake-up one may have been handing us meanwhile
+ * The servers time the BLPOPs out, so that a waiter keeps its connections while a holder keeps
+ * renewing: it then looks again once per lease, on the same connection, and blocks again. The
+ * end of the wait is kept on our clock, to the millisecond: there the connections still blocked
+ * are closed (as are those of the other nodes once one has woken us), as they are when a server
+ * does not answer its BLPOP's timeout in time. A wake-up one may have been handing us meanwhile
  * is not lost to the next waiter: the attempt that follows finds the lock free and takes it.
  * LOCK_ACQUIRED means "try again"; otherwise, how to end.
  */
@@ -1202,7 +1216,7 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 {
 	int64_t now = clock_now();
 	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
-	int64_t block, end, due;
+	int64_t block, end, due, timed_out = -1, nudge_at, step = NS_PER_MS;
 	char seconds[32];
 	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
 	const char *argv[3] = { "BLPOP", list, seconds };
@@ -1217,36 +1231,38 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
 	if (msg_progress_live() || strcmp(q->shown, l->holder[0] ? l->holder : l->error) != 0)
 		show_wait(l, q, l->holder_ttl);
-	block = time_min(q->wait_deadline - now,
-			 l->holder_ttl >= 0 ? l->holder_ttl : LOCK_HANDOFF / 2);
-	if (block < NS_PER_MS)
+	if (q->wait_deadline - now < NS_PER_MS)
 		return LOCK_ACQUIRED; /* about to end anyway: just try again */
-	end = now + block;
+	block = l->holder_ttl >= 0 ? l->holder_ttl + wait_margin(l->holder_ttl) : LOCK_HANDOFF / 2;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		blocks = blocks || rd->waiting[i];
-	if (!blocks) {
-		/* Nobody's release can wake us (young nodes only): their time is waited out,
-		 * never less than a pause. */
-		end = time_min(time_max(end, now + 10 * NS_PER_MS), q->wait_deadline);
+	if (!blocks || block < LOCK_TICK / 4) {
+		/* Nobody's release can wake us (young nodes only), or the lease is about to end,
+		 * sooner than a server would time a BLPOP out: it is waited out here, never less
+		 * than a pause. */
+		end = time_min(now + time_max(block, 10 * NS_PER_MS), q->wait_deadline);
 		return clock_sleep_until(end, intr_fd) < 0 ? LOCK_INTERRUPTED : LOCK_ACQUIRED;
 	}
+	/* The servers' timeouts end the block; ours, only the wait, or a server that does not
+	 * answer in time. */
+	end = time_min(q->wait_deadline, time_add(now + block, l->io_timeout));
 	/*
 	 * One plain server: the next attempt goes out behind the BLPOP, and runs as a release
-	 * wakes us. Only a release: that BLPOP waits forever (0), and at the end, kept on our
-	 * clock, the attempt is abandoned and goes out afresh, as it does without pipelining.
-	 * Let the server time the BLPOP out, and the attempt would run at the very moment the
-	 * holder's lease expires, with none of our own latency to add to the margin by which
-	 * the holder must have stopped its command. (Its answer is due by the end all the
-	 * same, and a while after, for a request a cluster's -ASK sends elsewhere.)
+	 * wakes us, or as the server times the BLPOP out, a margin after the lease it waits out
+	 * has ended: never at the very moment it does, with none of our own latency to add to
+	 * the margin by which the holder must have stopped its command. (Its answer is due by the
+	 * end all the same, and a while after, for a request a cluster's -ASK sends elsewhere.)
 	 *
-	 * Otherwise BLPOP takes seconds with a fraction (Redis 6 and later).
+	 * BLPOP takes seconds with a fraction (Redis 6 and later).
 	 */
 	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
-	if (pipeline)
-		snprintf(seconds, sizeof(seconds), "0");
-	else
-		snprintf(seconds, sizeof(seconds), "%.3f", (double)block / (double)NS_PER_S);
+	block = time_add(block, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
+	snprintf(seconds, sizeof(seconds), "%.3f", (double)(block / NS_PER_MS) / 1e3);
 	lens[2] = strlen(seconds);
+	/* A server times a blocked client out at its next tick (100 ms apart by default), or
+	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
+	 * answers, it is nudged (see conn_nudge). */
+	nudge_at = now + block + NS_PER_MS;
 	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
@@ -1254,13 +1270,25 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	if (pipeline)
 		pipeline_attempt(l, ns, q, due, intr_fd);
 	for (;;) {
+		int64_t until = timed_out >= 0 ? time_min(end, timed_out + LOCK_TICK) : end;
+
 		res = nodes_next(ns,
-				 msg_progress_live() ? time_min(end, clock_now() + NS_PER_S) : end,
+				 time_min(time_min(until, nudge_at), msg_progress_live()
+									 ? clock_now() + NS_PER_S
+									 : TIME_NEVER),
 				 intr_fd, &a);
 		if (res == CONN_TIMEOUT) {
 			int64_t t = clock_now();
-			if (t >= end)
+			if (t >= until)
 				break;
+			if (t >= nudge_at) {
+				for (size_t i = 0; i < nodes_count(ns); i++)
+					if (rd->waiting[i])
+						nodes_nudge(ns, i);
+				step = time_min(2 * step, LOCK_TICK / 4);
+				nudge_at = t + step;
+				continue;
+			}
 			show_wait(l, q,
 				  l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
 			continue;
@@ -1282,10 +1310,18 @@ wait_turn(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			break; /* no node is left waiting: the next attempt reconnects */
 		if (a.result != CONN_OK)
 			continue; /* that node's connection broke; the others still wait */
+		if (reply_type(a.reply) == REPLY_NIL && !q->pipelined) {
+			/* Timed out by that server: the others, due at the same time, are given a
+			 * tick to say so too, and keep their connections. */
+			reply_free(a.reply);
+			if (timed_out < 0)
+				timed_out = clock_now();
+			continue;
+		}
 		if (reply_type(a.reply) != REPLY_ERROR) {
 			reply_free(a.reply);
 			woken = true;
-			break; /* woken (or, without pipelining, timed out by the server) */
+			break; /* woken (or, pipelined, timed out by the server) */
 		}
 		refused = true;
 		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,

@@ -57,6 +57,9 @@ struct lock {
  * much longer than the holder's lease a waiter stays registered. */
 #define LOCK_HANDOFF_MS 1000
 #define LOCK_HANDOFF (LOCK_HANDOFF_MS * NS_PER_MS)
+/* How late a server may time a blocked client out: it does so at its next tick, 100 ms apart
+ * at the default hz of 10. */
+#define LOCK_TICK (200 * NS_PER_MS)
 
 /*
  * Makes a fresh token for key (128 bits from getrandom) and names the helper keys.

@@ -845,6 +845,13 @@ nodes_plain(const struct nodes *ns, size_t i)
 }
 
 void
+nodes_nudge(struct nodes *ns, size_t i)
+{
+	if (ns->node[i].asks && conn_is_open(ns->node[i].conn))
+		conn_nudge(ns->node[i].conn);
+}
+
+void
 nodes_forget(struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++) {

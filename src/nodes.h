@@ -102,6 +102,8 @@ bool nodes_outstanding(const struct nodes *ns, size_t i);
  * Sentinel's master or a cluster's slot owner, killed or failed over): its answer may take as
  * long as a failover. */
 bool nodes_moving(const struct nodes *ns);
+/* Nudges the server of node i, where a request is outstanding (see conn_nudge). */
+void nodes_nudge(struct nodes *ns, size_t i);
 /* The answers still outstanding are not waited for: they are dropped as they come. */
 void nodes_forget(struct nodes *ns);
 /* The requests still outstanding are taken back: their connections are closed (the only way

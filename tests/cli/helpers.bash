@@ -60,6 +60,12 @@ redis_start_tls() {
 held_on() { [[ $(rcli_on "$1" exists "$2") == 1 ]]; }
 free_on() { [[ $(rcli_on "$1" exists "$2") == 0 ]]; }
 
+# blocked_ids NAME: the ids of the connections blocked in a command (a BLPOP) on server NAME,
+# one per line. (A connection's id is new with every connection.)
+blocked_ids() {
+	rcli_on "$1" client list | sed -n 's/^id=\([0-9]*\) .* flags=[A-Za-z]*b[A-Za-z]* .*/\1/p' | sort -n
+}
+
 # rcli [NAME] ARGS...: redis-cli on server NAME (default: main).
 rcli() { redis-cli -s "$(redis_sock main)" "$@"; }
 

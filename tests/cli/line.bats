@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# The waiting line at scale (issue 23): a waiter keeps its connection while a holder keeps the
+# lock and looks again cheaply, a long line drains completely, and the line's bookkeeping stays
+# right when waiters are killed, time out or are signalled in the middle of it.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	main_server_start
+}
+
+teardown_file() {
+	main_server_stop
+}
+
+setup() {
+	main_server_reset
+}
+
+# stats NAME...: how many times each command NAME ran since the last reset, scripts' own
+# included, from one reading, in that order; "all" is every command but the tests' own.
+stats() {
+	rcli info commandstats | awk -F '[_:=,]' -v names="$*" '
+		/^cmdstat_/ { n[$2] = $4; if ($2 !~ /^(info|config|client|zcard)$/) n["all"] += $4 }
+		END { split(names, w, " "); for (i = 1; i in w; i++) printf "%d ", n[w[i]]; print "" }'
+}
+
+# blocked [ID]: connection ID alone is blocked in a BLPOP; with no ID, one connection is.
+blocked() { local ids; ids=$(blocked_ids main); [[ $ids =~ ^[0-9]+$ && ( $# == 0 || $ids == "$1" ) ]]; }
+
+# looked N: the waiter has looked again N times (each look ends a BLPOP) since the last reset.
+looked() { (($(stats blpop) >= $1)); }
+
+no_keys_but_fences() { [[ -z $(keys_but_fences) ]]; }
+
+in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+
+@test "a waiter keeps its one connection through a long hold, and each look costs 7 commands" {
+	"$RR" -t 1s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" job -- true &
+	waiter=$!
+	wait_until 10 blocked
+	id=$(blocked_ids main)
+	rcli config resetstat >/dev/null
+	# The holder's lease is a second, renewed every third of it: the waiter looks again as
+	# each lease it waited out would have ended, and blocks again.
+	wait_until 60 looked 5
+	read -r looks all renewals < <(stats blpop all get)
+	# Still the one connection it had (a new one would have a new id).
+	wait_until 10 blocked "$id"
+	# The holder's renewals run EVALSHA, GET, PEXPIRE and PEXPIRE (its fence); the rest is
+	# the waiter's: EVALSHA, SET, PTTL, TIME, ZADD and PEXPIRE per look, and its BLPOP. (The
+	# window may open or close in the middle of a look.)
+	commands=$((all - 4 * renewals))
+	echo "waiter: $commands commands in $looks looks" >&2
+	((commands <= 7 * looks + 7))
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$waiter"
+	assert_equal "$status" 0
+}
+
+@test "a line of 300 drains completely: each waiter runs once, alone, and exits 0" {
+	"$RR" job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	pids=()
+	for i in $(seq 300); do
+		"$RR" job -c "[ ! -e $dir/inside ] || echo overlap >> $dir/bad
+			touch $dir/inside; echo $i >> $dir/ran; rm $dir/inside" &
+		pids+=($!)
+	done
+	wait_until 120 in_line 300
+	rcli config resetstat >/dev/null
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	failed=0
+	for pid in "${pids[@]}"; do
+		wait "$pid" || failed=$((failed + 1))
+	done
+	assert_equal "$failed" 0
+	assert_equal "$(sort -n "$dir/ran" | uniq | wc -l)" 300
+	assert_equal "$(wc -l < "$dir/ran")" 300
+	[ ! -e "$dir/bad" ]
+	# Nothing is left of the line: the last release found nobody to wake.
+	assert_equal "$(keys_but_fences)" ""
+	# Each release counted the line (ZCOUNT): none read it whole.
+	read -r zrange zcount < <(stats zrange zcount)
+	assert_equal "$zrange" 0
+	((zcount >= 300))
+}
+
+@test "waiters killed, timed out and signalled in the middle of the line: the rest get through" {
+	"$RR" -t 2s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	for i in 1 2 3; do
+		"$RR" job -- touch "$dir/ran.stays.$i" &
+		stays[i]=$!
+		"$RR" job -- touch "$dir/ran.killed.$i" &
+		killed[i]=$!
+		"$RR" job -- touch "$dir/ran.termed.$i" &
+		termed[i]=$!
+		"$RR" -s job -- touch "$dir/ran.shared.$i" &
+		shared[i]=$!
+	done
+	wait_until 10 in_line 12
+	run "$RR" -w 0.5 job -- touch "$dir/ran.timed-out"
+	assert_equal "$status" 75
+	kill -KILL "${killed[@]}"
+	kill -TERM "${termed[@]}"
+	for pid in "${killed[@]}"; do
+		reap "$pid"
+		assert_equal "$status" 137
+	done
+	for pid in "${termed[@]}"; do
+		reap "$pid"
+		assert_equal "$status" 143
+	done
+	# Those that timed out or were signalled left their places; the killed ones' end
+	# shortly after the lease they waited out.
+	wait_until 10 in_line 9
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	for pid in "${stays[@]}" "${shared[@]}"; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+	assert_equal "$(find "$dir" -name 'ran.stays.*' | wc -l)" 3
+	assert_equal "$(find "$dir" -name 'ran.shared.*' | wc -l)" 3
+	assert_equal "$(find "$dir" -name 'ran.killed.*' -o -name 'ran.termed.*' -o -name 'ran.timed-out' | wc -l)" 0
+	wait_until 10 no_keys_but_fences
+}
