@@ -58,11 +58,13 @@ hold() {
 	wait_until 5 test -e "$ready"
 }
 
-@test "the previous release is 0.1.0, and this one is newer" {
+@test "the previous release is the one NEWS names, and this one is newer" {
+	local version
+	version=$(sed -n 's/^## \([0-9.]*\) (.*, commit [0-9a-f]*)$/\1/p' "$SOURCE_ROOT/NEWS" | head -1)
 	run "$OLD_RR" --version
-	assert_output --partial "redlock-run 0.1.0"
+	assert_output --partial "redlock-run $version "
 	run "$RR" --version
-	refute_output --partial "redlock-run 0.1.0"
+	refute_output --partial "redlock-run $version "
 }
 
 @test "a lock: the old release's holder keeps the new one out, and the other way round" {
