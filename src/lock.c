@@ -14,6 +14,7 @@
 
 #include <uuid/uuid.h>
 
+#include "acquisition.h"
 #include "duration.h"
 #include "msg.h"
 #include "nodes.h"
@@ -26,9 +27,7 @@ kind_of(const struct lock *l)
 	return l->shared ? &kind_shared : l->limit > 1 ? &kind_semaphore : &kind_exclusive;
 }
 
-static void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
+void
 set_error(struct lock *l, const char *fmt, ...)
 {
 	va_list ap;
@@ -59,7 +58,7 @@ lock_aux_key(const char *key, const char *suffix)
 	return name;
 }
 
-static int
+int
 make_token(char *out, size_t size)
 {
 	unsigned char bytes[16];
@@ -120,16 +119,7 @@ lock_lease_deadline(const struct lock *l, int64_t sent)
 	return time_add(sent, l->ttl - (l->ttl / 100 + 2 * NS_PER_MS));
 }
 
-/* A script call: EVALSHA <digest> <numkeys> <keys...> <args...>, or EVAL with the text. */
-struct call {
-	struct script *script;
-	const char *argv[16];
-	size_t lens[16];
-	int argc;
-	char numkeys[8];
-};
-
-static void
+void
 call_init(struct call *call, struct script *s, int nkeys, int nargs, const char *const *args)
 {
 	assert(nargs + 3 <= (int)ARRAY_LEN(call->argv));
@@ -145,12 +135,7 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 		call->lens[i] = strlen(call->argv[i]);
 }
 
-/* The acquire script's call for kind_of(l), its ARGV[2] ("TTL:HANDOFF:N:IN_LINE:AGE") in arg,
- * which must outlive the call: the lease in ms, the handoff allowance in ms (0: not waiting),
- * the semaphore's N (1 for a lock), 1 when an earlier attempt may have put us in line (the
- * grant then takes us out of it), else 0, and 1 when a grant must say how old the server's data
- * is (a new acquisition over several nodes, where a young one does not count: see young). */
-static void
+void
 acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48], struct call *call)
 {
 	const char *args[7] = {
@@ -162,9 +147,7 @@ acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48],
 	call_init(call, kind_of(l)->acquire, 5, 7, args);
 }
 
-/* The release script's call for kind_of(l), leaving the lock taken keep ms still (a string
- * that must outlive the call; "0": deleted). */
-static void
+void
 release_call(struct lock *l, const char *keep, struct call *call)
 {
 	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
@@ -174,9 +157,7 @@ release_call(struct lock *l, const char *keep, struct call *call)
 	call_init(call, kind_of(l)->release, 5, 7, args);
 }
 
-/* Sends the call to node i: by the script's digest, or by its text (which also caches it
- * there) when the server does not know it yet, or when its answer will not be read. */
-static void
+void
 call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline, int intr_fd,
 	  bool text)
 {
@@ -260,12 +241,6 @@ replicated(const struct lock *l, const struct nodes *ns, const struct answer *a,
 			 duration_format(l->replicas_timeout, within, sizeof(within)));
 	return false;
 }
-
-/* Why the nodes that failed a request did: one node's reason as it is, several joined. */
-struct failures {
-	size_t count;
-	char text[512];
-};
 
 static void
 failures_add(struct failures *f, const char *why)
@@ -431,53 +406,6 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	return REPLY_HELD;
 }
 
-/* What lock_acquire carries from one attempt to the next. */
-struct acquisition {
-	int64_t wait;          /* as asked: 0 (-n), ns, or WAIT_FOREVER */
-	int64_t wait_deadline; /* when waiting ends */
-	int64_t io_cap;        /* no request may outlast this */
-	int64_t unsure_since;  /* when the first request whose outcome we do not know went out,
-				* or -1 */
-	int64_t unsure_at[NODES_MAX]; /* for each node, when such a request went out there, or
-				       * -1 */
-	int64_t answered_at;          /* when a quorum last answered; -1: never, in this run */
-	int64_t pause;                /* the pause before trying silent servers again; 0 while they
-				       * answer */
-	bool seen_held;               /* a quorum said another holds the lock */
-	bool in_line;                 /* an attempt went out that may have put us in line */
-	/* One server: the next attempt's request went out already, behind the BLPOP, so that
-	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
-	bool pipelined;
-	int64_t pipelined_at;        /* when it went out */
-	char shown[512]; /* the holder (or what else) the last progress line named */
-};
-
-/* What one attempt found, node by node. */
-struct round {
-	int64_t start;  /* when the requests went out */
-	bool in_line;   /* they put us in line where KEY was found held */
-	bool pipelined; /* they went out behind a BLPOP */
-	size_t yes;     /* grants that count */
-	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
-	size_t held, refused, failed;
-	size_t answered;               /* nodes that answered, whatever they said */
-	size_t reached;                /* nodes that failed, having answered this run before */
-	int64_t young_ready;           /* when enough young nodes count for a quorum */
-	char run_id[NODES_MAX][41];    /* each granting node's server, when it said */
-	bool twice;                    /* two nodes are one server: l->error says which */
-	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */
-	bool young_at[NODES_MAX];      /* it is young, and its grant does not count */
-	long long fence[NODES_MAX];    /* each granting node's counter */
-	int64_t lease[NODES_MAX];      /* each granting node's lease end */
-	int64_t counts_at[NODES_MAX];  /* a young node: when it will count */
-	bool waiting[NODES_MAX];       /* registered as a waiter there: it was found held */
-	bool unreplicated[NODES_MAX];  /* granted, but too few replicas acknowledged it */
-	int64_t held_until[NODES_MAX]; /* when the holders' leases run out (and when young nodes
-					* count), as they came */
-	char young_why[200];           /* the first young node, for messages */
-	struct failures why;           /* the nodes that failed or refused */
-};
-
 enum attempt_outcome {
 	ATTEMPT_ACQUIRED,
 	ATTEMPT_HELD,        /* others hold it on so many nodes that no quorum is free */
@@ -505,8 +433,7 @@ set_unsure_error(struct lock *l, const char *why)
 		  (long long)(l->ttl / NS_PER_MS));
 }
 
-/* A request to node i, sent at `sent`, may have landed unanswered: the earliest such counts. */
-static void
+void
 unsure_mark(struct acquisition *q, size_t i, int64_t sent)
 {
 	if (q->unsure_at[i] >= 0)
