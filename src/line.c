@@ -1,0 +1,278 @@
+#include "line.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "acquisition.h"
+#include "duration.h"
+#include "msg.h"
+#include "nodes.h"
+#include "scripts.h"
+
+/* Sends our leave from the line on node i (script_leave), by its text, due by `due`:
+ * LEAVE_DUE, unless it opens the connection the next attempt goes on. */
+#define LEAVE_DUE(l) (clock_now() + time_min((l)->io_timeout, NS_PER_S))
+static void
+send_leave(struct lock *l, struct nodes *ns, size_t i, int64_t due, int intr_fd)
+{
+	char waiter[LOCK_VALUE_MAX + 2];
+	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
+	struct call call;
+
+	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
+	call_init(&call, &script_leave, 3, 4, args);
+	call_send(ns, i, &call, due, intr_fd, true);
+}
+
+/* The progress line of a wait: who holds the lock, and how much of their lease is left; or,
+ * when no holder was found (young nodes only), what we wait for (l->error). */
+static void
+show_wait(struct lock *l, struct acquisition *q, int64_t left)
+{
+	char holder[LOCK_HOLDER_MAX], buf[32];
+
+	if (!l->holder[0]) {
+		msg_progress("waiting for %s (%s)", l->key, l->error);
+		snprintf(q->shown, sizeof(q->shown), "%s", l->error);
+		return;
+	}
+	msg_progress("waiting for %s (held by %s, %s left)", l->key,
+		     lock_describe_holder(l->holder, holder, sizeof(holder)),
+		     left >= 0 ? duration_format(left, buf, sizeof(buf)) : "no expiry");
+	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);
+}
+
+void
+line_send_leaves(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->waiting[i])
+			send_leave(l, ns, i, LEAVE_DUE(l), -1);
+}
+
+void
+line_leave(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	struct answer a;
+
+	line_send_leaves(l, ns, rd);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK)
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	nodes_cancel(ns);
+}
+
+/* Sends the next attempt's request now, to run behind the BLPOP just sent (see line_wait);
+ * attempt() in lock.c then only reads its answer. It stays in line if KEY is still held, as it
+ * runs before the wait ends (or as it does): lock_acquire leaves the line when the wait is
+ * over. */
+static void
+pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int64_t due, int intr_fd)
+{
+	char acquire[48];
+	struct call call;
+
+	acquire_call(l, true, q->in_line, false, acquire, &call);
+	q->pipelined = true;
+	q->pipelined_at = clock_now();
+	/* Due with the BLPOP, until it has returned: then attempt() says by when (nodes_due). */
+	call_send(ns, 0, &call, due, intr_fd, false);
+}
+
+/* Replaces our token with a new one, which what went out with the old one cannot touch: -1
+ * (l->error says why) if none can be drawn. */
+static int
+retire_token(struct lock *l)
+{
+	char buf[128];
+
+	if (make_token(l->value, sizeof(l->value)) == 0)
+		return 0;
+	set_error(l, "cannot draw a new token: %s", msg_strerror(errno, buf, sizeof(buf)));
+	return -1;
+}
+
+/*
+ * The pipelined attempt will not be read (a signal, a refusal, or the wait's end on our clock):
+ * a release and a leave go out behind it on the same connection, which is then closed. On
+ * that connection, Redis runs all three or none (a blocked client's commands wait with it,
+ * and are dropped with its connection). But the release may reach Redis late (a lost segment
+ * is sent again only later), and run after a request of ours on another connection: when the
+ * wait goes on, the next attempt uses a new token (see line_wait), which the late release
+ * cannot delete. What the attempt took is then given back by that release, or, should it
+ * never come (the connection reset as we closed it), expires by itself.
+ */
+static void
+abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
+{
+	struct call call;
+
+	release_call(l, "0", &call);
+	call_send(ns, 0, &call, TIME_NEVER, -1, true);
+	send_leave(l, ns, 0, LEAVE_DUE(l), -1);
+	q->pipelined = false;
+}
+
+/*
+ * How long after the end of the lease it waits out a waiter's next attempt runs, at the
+ * earliest (see line_wait): the drift allowance of a lease that long (DESIGN §3), and a few ms
+ * more for the holder's SIGKILL to have done its work.
+ */
+static int64_t
+wait_margin(int64_t lease)
+{
+	return 10 * NS_PER_MS + lease / 100;
+}
+
+enum lock_result
+line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
+	  int intr_fd)
+{
+	int64_t now = clock_now();
+	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
+	int64_t block, end, due, timed_out = -1, nudge_at, step = NS_PER_MS;
+	char seconds[32];
+	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
+	const char *argv[3] = { "BLPOP", list, seconds };
+	size_t lens[3] = { 5, strlen(list), 0 };
+	struct command blpop = { 3, argv, lens, false };
+	bool pipeline, refused = false, woken = false, retire = false;
+	struct answer a;
+	enum conn_result res;
+
+	bool blocks = false;
+
+	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
+	if (msg_progress_live() || strcmp(q->shown, l->holder[0] ? l->holder : l->error) != 0)
+		show_wait(l, q, l->holder_ttl);
+	if (q->wait_deadline - now < NS_PER_MS)
+		return LOCK_ACQUIRED; /* about to end anyway: just try again */
+	block = l->holder_ttl >= 0 ? l->holder_ttl + wait_margin(l->holder_ttl) : LOCK_HANDOFF / 2;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		blocks = blocks || rd->waiting[i];
+	if (!blocks || block < LOCK_TICK / 4) {
+		/* Nobody's release can wake us (young nodes only), or the lease is about to end,
+		 * sooner than a server would time a BLPOP out: it is waited out here, never less
+		 * than a pause. */
+		end = time_min(now + time_max(block, 10 * NS_PER_MS), q->wait_deadline);
+		return clock_sleep_until(end, intr_fd) < 0 ? LOCK_INTERRUPTED : LOCK_ACQUIRED;
+	}
+	/* The servers' timeouts end the block; ours, only the wait, or a server that does not
+	 * answer in time. */
+	end = time_min(q->wait_deadline, time_add(now + block, l->io_timeout));
+	/*
+	 * One plain server: the next attempt goes out behind the BLPOP, and runs as a release
+	 * wakes us, or as the server times the BLPOP out, a margin after the lease it waits out
+	 * has ended: never at the very moment it does, with none of our own latency to add to
+	 * the margin by which the holder must have stopped its command. (Its answer is due by the
+	 * end all the same, and a while after, for a request a cluster's -ASK sends elsewhere.)
+	 *
+	 * BLPOP takes seconds with a fraction (Redis 6 and later).
+	 */
+	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
+	block = time_add(block, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
+	snprintf(seconds, sizeof(seconds), "%.3f", (double)(block / NS_PER_MS) / 1e3);
+	lens[2] = strlen(seconds);
+	/* A server times a blocked client out at its next tick (100 ms apart by default), or
+	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
+	 * answers, it is nudged (see conn_nudge). */
+	nudge_at = now + block + NS_PER_MS;
+	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->waiting[i])
+			nodes_send(ns, i, &blpop, due, intr_fd);
+	if (pipeline)
+		pipeline_attempt(l, ns, q, due, intr_fd);
+	for (;;) {
+		int64_t until = timed_out >= 0 ? time_min(end, timed_out + LOCK_TICK) : end;
+
+		res = nodes_next(
+			ns,
+			time_min(time_min(until, nudge_at),
+				 msg_progress_live() ? clock_now() + NS_PER_S : TIME_NEVER),
+			intr_fd, &a);
+		if (res == CONN_TIMEOUT) {
+			int64_t t = clock_now();
+			if (t >= until)
+				break;
+			if (t >= nudge_at) {
+				for (size_t i = 0; i < nodes_count(ns); i++)
+					if (rd->waiting[i])
+						nodes_nudge(ns, i);
+				step = time_min(2 * step, LOCK_TICK / 4);
+				nudge_at = t + step;
+				continue;
+			}
+			show_wait(l, q,
+				  l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
+			continue;
+		}
+		if (res == CONN_INTERRUPTED) {
+			bool abandoned = q->pipelined;
+			if (abandoned)
+				abandon_pipelined(l, ns, q);
+			nodes_cancel(ns);
+			/* (What the pipelined attempt would have left runs only if the BLPOP
+			 * returned; the place taken before it is left now. A caller that asks
+			 * again after a signal it ignores does so with a new token.) */
+			line_leave(l, ns, rd);
+			if (abandoned && retire_token(l) < 0)
+				return LOCK_UNAVAILABLE;
+			return LOCK_INTERRUPTED;
+		}
+		if (res != CONN_OK)
+			break; /* no node is left waiting: the next attempt reconnects */
+		if (a.result != CONN_OK)
+			continue; /* that node's connection broke; the others still wait */
+		if (reply_type(a.reply) == REPLY_NIL && !q->pipelined) {
+			/* Timed out by that server: the others, due at the same time, are given a
+			 * tick to say so too, and keep their connections. */
+			reply_free(a.reply);
+			if (timed_out < 0)
+				timed_out = clock_now();
+			continue;
+		}
+		if (reply_type(a.reply) != REPLY_ERROR) {
+			reply_free(a.reply);
+			woken = true;
+			break; /* woken (or, pipelined, timed out by the server) */
+		}
+		refused = true;
+		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
+			  reply_string(a.reply, NULL));
+		reply_free(a.reply);
+		if (q->pipelined) {
+			res = CONN_FAILED; /* the only node refused */
+			break;
+		}
+	}
+	if (q->pipelined) {
+		/* Its answer is next on the connection: the attempt reads it. */
+		if (woken)
+			return LOCK_ACQUIRED;
+		if (res == CONN_TIMEOUT || refused) {
+			abandon_pipelined(l, ns, q);
+			retire = !refused;
+		} else {
+			/* The connection broke with it queued: it may have run. The next attempt,
+			 * with the same token, settles that. */
+			q->pipelined = false;
+			unsure_mark(q, 0, q->pipelined_at);
+		}
+	}
+	nodes_cancel(ns);
+	/* The leave sent behind the abandoned attempt was dropped with its connection if the
+	 * BLPOP still blocked: the place in line goes now, before its token does, ahead of the
+	 * next attempt on the new connection (its answer is not waited for). */
+	if (retire) {
+		send_leave(l, ns, 0, clock_now() + l->io_timeout, -1);
+		nodes_forget(ns);
+		if (retire_token(l) < 0)
+			return LOCK_UNAVAILABLE;
+	}
+	/* Refused everywhere it asked: no point asking again. */
+	return refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;
+}
