@@ -369,7 +369,7 @@ EOF_CASES
 	assert_output --partial "--conflict-exit-code"
 	run --separate-stderr "$REDLOCK_RUN" -V
 	assert_success
-	assert_line --index 0 --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+ \(TLS: (yes|no)\)$'
+	assert_line --index 0 --regexp '^redlock-run [0-9]+\.[0-9]+\.[0-9]+(~[a-z0-9]+)? \(TLS: (yes|no)\)$'
 	assert_line --index 1 --regexp '^hiredis [0-9]+\.[0-9]+\.[0-9]+$'
 	if [[ ${lines[0]} == *"(TLS: yes)" ]]; then
 		assert_line --index 2 --regexp '^OpenSSL 3\.[0-9.]+.* \(loaded only when a connection uses TLS\)$'
