@@ -618,7 +618,9 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 		}
 		rd->granted[i] = true;
 		rd->fence[i] = l->fence;
-		rd->lease[i] = lock_lease_deadline(l, nodes_sent(ns, i));
+		/* From when the request went out, or (queued behind a BLPOP that the server
+		 * timed out) the earliest it can have run. */
+		rd->lease[i] = lock_lease_deadline(l, time_max(nodes_sent(ns, i), rd->start));
 		if (young(l, ns, age)) {
 			/* It holds our key, and counts for sure once it is a lease old (its
 			 * uptime is in whole seconds: one more to be sure). */

@@ -44,13 +44,20 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	"$RR" -t 2s job -c "echo ready > $dir/ready; exec sleep 60" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	"$RR" -t 2s job -c "echo \$REDLOCK_FENCE > $dir/fence" &
+	# (Its own lease is longer, so that a busy machine has two seconds to hand it the
+	# grant in: a third of that lease.)
+	"$RR" -t 6s job -c "echo \$REDLOCK_FENCE > $dir/fence" &
 	waiter=$!
 	wait_until 5 in_line 1
 	kill -KILL "$holder"
+	rcli config resetstat >/dev/null
 	# The dead holder's lease: nothing renews it now.
 	expires=$(expiry_on main job)
 	wait "$waiter"
+	# Its attempt, queued behind the BLPOP the server timed out, took the lock: no second
+	# request made that lease its own (it would read the fence with GET, as only the
+	# release's GET did).
+	assert_equal "$(rcli info commandstats | sed -n 's/^cmdstat_get:calls=\([0-9]*\),.*/\1/p')" 1
 	# Granted (its fence: the server's clock, µs) once that lease ran out, and less than
 	# another lease after it: its own clock re-checked, no release woke it.
 	granted=$(($(cat "$dir/fence") / 1000))
