@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures redlock-run side by side with flock(1) on this machine, in one run, against a
-# throwaway redis-server on 127.0.0.1, and prints a markdown table of the figures and
+# throwaway redis-server on 127.0.0.1, and prints markdown tables of the figures and
 # their ratios. `--quick` makes a few runs only, to check that the bench works. `--profile`
 # shows instead where an uncontended run's time goes, phase by phase, beside flock's (it
 # needs strace).
@@ -34,9 +34,18 @@ dir=$(mktemp -d /tmp/redlock-bench.XXXXXX)
 export TOPOLOGY_DIR=$dir/topology
 mkdir "$TOPOLOGY_DIR"
 cleanup() {
-	local pid
-	for pid in "$dir"/*.pid "$TOPOLOGY_DIR"/*/redis.pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+	local file pid pids=()
+	for file in "$dir"/*.pid "$TOPOLOGY_DIR"/*/redis.pid; do
+		[ -f "$file" ] && pids+=("$(cat "$file")")
+	done
+	((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
+	# A server on its way out still logs, opening its log file anew each time: removing the
+	# directory under it may fail. So wait for them to be gone (5 s at most).
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
 	done
 	rm -rf "$dir"
 }
