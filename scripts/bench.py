@@ -2,11 +2,15 @@
 """redlock-run side by side with flock(1), on this machine, in one run.
 
 Started by scripts/bench.sh, which provides the binaries and a throwaway redis-server.
-Prints a markdown table of figures and their ratios to flock's; exits non-zero only when
-something did not work (a failed run, a lost increment), never for a missed target.
+Prints a markdown table of figures and their ratios to flock's, then one of waiting at scale
+(lines of up to 500 waiters on one key, a long hold, the server's memory per waiter); exits
+non-zero only when something did not work (a failed run, a lost increment, a waiter that did
+not get its turn), never for a missed target.
 """
 
 import argparse
+import collections
+import functools
 import os
 import platform
 import shutil
@@ -37,6 +41,156 @@ def ms(ns):
     return f"{ns / 1e6:.2f} ms"
 
 
+def most_at_once(sections):
+    """The most of sections ((start, end) pairs) that were inside at once."""
+    events = sorted([(a, 1) for a, _ in sections] + [(b, -1) for _, b in sections],
+                    key=lambda e: (e[0], e[1]))
+    inside = most = 0
+    for _, step in events:
+        inside += step
+        most = max(most, inside)
+    return most
+
+
+# A holder's command in the rows that wait at scale: it says that it holds, then holds until
+# the bench closes its stdin, which ends it at once (a file it polled for would not).
+HOLD = ["sh", "-c", "echo held && exec cat >/dev/null"]
+# Runs its command ("$@") once the bench lets it go: it says that it is ready on stdout, then
+# waits for the end of stdin, a pipe that the bench closes for all of them at once.
+BARRIER = ["sh", "-c", 'echo && read -r _; exec "$@" </dev/null >/dev/null', "sh"]
+# A line of waiters behind holders: the waiters' options for redlock-run and for flock(1)
+# (None: flock has no counterpart); the holders' options for redlock-run (flock's hold KEY
+# exclusively), and how many hold: as many as KEY admits, so that every waiter waits; and the
+# most sections that may run at once (None: any number).
+Line = collections.namedtuple("Line", "options flock_options holder_options holders most")
+LINES = {
+    "exclusive": Line((), (), (), 1, 1),
+    "shared": Line(("-s",), ("-s",), (), 1, None),
+    "limit": Line(("-l", "4"), None, ("-l", "4"), 4, 4),
+}
+
+
+class Server:
+    """One connection to the server that stays open, speaking RESP itself, for the rows that
+    watch the server while redlock-run waits: it opens no connection while they count those,
+    and it counts the commands it sends, which their figures then leave out."""
+
+    def __init__(self, url):
+        host, port = url[len("redis://"):].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.replies = self.sock.makefile("rb")
+        self.sent = collections.Counter()
+
+    def call(self, *words):
+        words = [str(w) for w in words]
+        self.sock.sendall(f"*{len(words)}\r\n".encode() + b"".join(
+            f"${len(w.encode())}\r\n{w}\r\n".encode() for w in words))
+        reply = self.reply()
+        # Counted once answered: the server counts a command once it has run, so an INFO
+        # commandstats does not count itself.
+        self.sent[words[0].lower()] += 1
+        return reply
+
+    def reply(self):
+        line = self.replies.readline().rstrip(b"\r\n")
+        kind, rest = line[:1], line[1:].decode()
+        if kind == b"-":
+            raise RuntimeError(rest)
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            return None if int(rest) < 0 else self.replies.read(int(rest) + 2)[:-2].decode()
+        if kind == b"*":
+            return None if int(rest) < 0 else [self.reply() for _ in range(int(rest))]
+        return rest
+
+    def info(self, section):
+        return dict(line.split(":", 1) for line in self.call("INFO", section).splitlines()
+                    if ":" in line)
+
+    def reset(self):
+        """CONFIG RESETSTAT: executed() counts from here."""
+        self.call("CONFIG", "RESETSTAT")
+        self.sent.clear()
+
+    def executed(self):
+        """Calls per command since reset(), scripts' own included and the bench's left out."""
+        calls = collections.Counter()
+        for name, fields in self.info("commandstats").items():
+            name = name[len("cmdstat_"):]
+            if not name.startswith("config"):  # the bench's RESETSTAT: scripts may not CONFIG
+                calls[name] = int(dict(f.split("=") for f in fields.split(","))["calls"])
+        calls.subtract(self.sent)
+        return +calls
+
+    def cpu(self):
+        """The server's CPU time so far (user + system), in seconds."""
+        fields = self.info("cpu")
+        return float(fields["used_cpu_user"]) + float(fields["used_cpu_sys"])
+
+
+class Processes:
+    """The processes of one measurement, each of which must exit 0. Leaving the `with` block
+    stops those still running (the measurement failed), so that none outlives the bench."""
+
+    def __init__(self, bench, label):
+        self.bench, self.label, self.started = bench, label, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.started:
+            for pipe in (p.stdin, p.stdout):
+                if pipe:
+                    pipe.close()  # a holder's stdin: it lets go
+            if p.poll() is None:
+                p.terminate()  # redlock-run passes it on, and releases
+        for p in self.started:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def start(self, argv, **kwargs):
+        p = subprocess.Popen(argv, env=self.bench.env, **kwargs)
+        self.started.append(p)
+        return p
+
+    def hold(self, argvs):
+        """Starts a holder per argv, each running HOLD, and returns them once all hold."""
+        holders = [self.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                   for argv in argvs]
+        for h in holders:
+            said = h.stdout.readline()
+            h.stdout.close()
+            if said != b"held\n":
+                raise RuntimeError(f"{self.label}: a holder exited with {h.wait()} unheld")
+        return holders
+
+    @staticmethod
+    def release(holders):
+        for h in holders:
+            h.stdin.close()
+
+    def finish(self, timeout=120):
+        """Waits for all the processes to exit: a failure unless each exits 0 in time."""
+        deadline = time.monotonic() + timeout
+        ends = collections.Counter()
+        for p in self.started:
+            try:
+                code = p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                ends[f"still ran after {timeout} s"] += 1
+                continue
+            if code:
+                ends[f"exited with {code}" if code > 0 else f"killed by signal {-code}"] += 1
+        if ends:
+            self.bench.failures.append(f"{self.label}: of {len(self.started)} processes, " +
+                                       ", ".join(f"{n} {end}" for end, n in ends.items()))
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -48,10 +202,10 @@ class Bench:
         self.env = dict(os.environ, REDLOCK_URL=self.url)
         self.failures = []
 
-    def lock_argv(self, tool, key, command):
+    def lock_argv(self, tool, key, command, options=()):
         if tool == "flock":
-            return [self.flock, os.path.join(self.tmp, key + ".lock")] + command
-        return [self.redlock, key, "--"] + command
+            return [self.flock, *options, os.path.join(self.tmp, key + ".lock")] + command
+        return [self.redlock, *options, key, "--"] + command
 
     def check(self, tool, status):
         if status != 0:
@@ -147,12 +301,7 @@ class Bench:
         wall = time.perf_counter_ns() - start
         with open(log) as f:
             sections = [tuple(map(int, line.split())) for line in f if line.strip()]
-        events = sorted([(a, 1) for a, _ in sections] + [(b, -1) for _, b in sections],
-                        key=lambda e: (e[0], e[1]))
-        inside = most = 0
-        for _, step in events:
-            inside += step
-            most = max(most, inside)
+        most = most_at_once(sections)
         if most > limit:
             self.failures.append(f"--limit {limit}: {most} sections at once")
         return {"per_second": len(sections) / (wall / 1e9), "most": most}
@@ -221,6 +370,214 @@ class Bench:
         _, status = os.waitpid(pid, 0)
         self.check(tool, status)
         return int(fields["VmHWM"].split()[0])
+
+    # Waiting at scale (issue 23): lines of many waiters on one key.
+
+    @functools.cached_property
+    def server(self):
+        return Server(self.url)
+
+    def fresh_files(self, name):
+        """A counter and a log for `critical`, neither there yet."""
+        paths = [os.path.join(self.tmp, f"{name}.{kind}") for kind in ("counter", "log")]
+        for path in paths:
+            if os.path.exists(path):
+                os.unlink(path)
+        return paths
+
+    def in_line(self, tool, key):
+        """How many wait for KEY: in redlock-run's line, or blocked on flock's file."""
+        if tool == "redlock-run":
+            return self.server.call("ZCARD", f"{{{key}}}:waiting")
+        st = os.stat(os.path.join(self.tmp, key + ".lock"))
+        lock = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks") as f:  # a blocked request's line has "->"
+            return sum(1 for line in f if "->" in line and lock in line.split())
+
+    def wait_in_line(self, tool, key, waiters, blocked=False, timeout=60):
+        """Returns once all the waiters (Popen's) wait for KEY, and, with `blocked`, the server
+        counts as many blocked clients; a failure when one exits first, or time runs out."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.in_line(tool, key)
+            if n == len(waiters) and (not blocked or n == int(
+                    self.server.info("clients")["blocked_clients"])):
+                return
+            if time.monotonic() > deadline or any(p.poll() is not None for p in waiters):
+                self.failures.append(f"{tool}: {n} of {len(waiters)} waiters in line on "
+                                     f"{key}, and no more")
+                return
+            time.sleep(0.005)
+
+    def watch(self, tool):
+        """For redlock-run, counts the server's work from here: returns its CPU time so far."""
+        if tool != "redlock-run":
+            return None
+        self.server.reset()
+        return self.server.cpu()
+
+    def line_result(self, sections, wall, cpu):
+        """A line's figures: its sections and seconds, and the server's work since watch()
+        returned cpu: commands executed, CPU seconds (None for flock)."""
+        result = {"sections": sections, "seconds": wall / 1e9, "commands": None, "cpu": None}
+        if cpu is not None:
+            result["commands"] = sum(self.server.executed().values())
+            result["cpu"] = self.server.cpu() - cpu
+        return result
+
+    def check_line(self, label, counter, log, waiters, most, after=0):
+        """A failure unless each waiter ran its section once, at most `most` (None: any
+        number) inside at once, none before `after` (ns, when the holders let go), and, for a
+        lock, without losing an increment."""
+        with open(log) as f:
+            sections = [tuple(map(int, line.split())) for line in f if line.strip()]
+        problems = []
+        if len(sections) != waiters:
+            problems.append(f"{len(sections)} sections")
+        if most is not None and most_at_once(sections) > most:
+            problems.append(f"{most_at_once(sections)} sections at once")
+        if any(start < after for start, _ in sections):
+            problems.append("a section while the holders held")
+        if most == 1:
+            with open(counter) as f:
+                count = int(f.read().strip() or 0)
+            if count != waiters:
+                problems.append(f"the counter at {count}")
+        if problems:
+            self.failures.append(f"{label}: {', '.join(problems)} for {waiters} waiters")
+
+    def together(self, tool, waiters):
+        """`waiters` processes of `LOCK KEY -- critical` (no work), started together: each
+        waits at BARRIER until all are there, then the bench lets them all go at once. Their
+        sections per second, from then to the last exit, and for redlock-run, the server's
+        work in that time (see line_result)."""
+        key, label = f"together-{waiters}", f"{tool}, {waiters} started together"
+        counter, log = self.fresh_files(f"{tool}-{key}")
+        argv = BARRIER + self.lock_argv(tool, key, [self.critical, counter, log, "0"])
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        with Processes(self, label) as procs, open(ready_r, "rb") as ready, \
+                open(go_w, "wb") as go:
+            try:
+                for _ in range(waiters):
+                    procs.start(argv, stdin=go_r, stdout=ready_w)
+            finally:
+                os.close(go_r)
+                os.close(ready_w)
+            ready.read(waiters)  # short only if one died before saying so: finish() tells
+            cpu = self.watch(tool)
+            start = time.monotonic_ns()
+            go.close()
+            procs.finish()
+            wall = time.monotonic_ns() - start
+        self.check_line(label, counter, log, waiters, most=1)
+        return self.line_result(waiters, wall, cpu)
+
+    def queued(self, tool, kind, waiters):
+        """A line of `waiters` behind holders, as LINES[kind] says: the holders take KEY first,
+        then the waiters (`LOCK KEY -- critical`, no work) start, and once all are in line
+        the holders let go. Sections per second from then to the last exit; the server's
+        work (see line_result) from the waiters' start, lining up included."""
+        line = LINES[kind]
+        options, holder_options = line.options, line.holder_options
+        if tool == "flock":
+            options, holder_options = line.flock_options, ()
+        key, label = f"queued-{kind}-{waiters}", f"{tool}, {waiters} in line ({kind})"
+        counter, log = self.fresh_files(f"{tool}-{key}")
+        command = [self.critical, counter, log, "0"]
+        with Processes(self, label) as procs:
+            held = procs.hold([self.lock_argv(tool, key, HOLD, holder_options)] * line.holders)
+            cpu = self.watch(tool)
+            started = [procs.start(self.lock_argv(tool, key, command, options),
+                                   stdin=subprocess.DEVNULL) for _ in range(waiters)]
+            self.wait_in_line(tool, key, started)
+            start = time.monotonic_ns()
+            procs.release(held)
+            procs.finish()
+            wall = time.monotonic_ns() - start
+        self.check_line(label, counter, log, waiters, most=line.most, after=start)
+        return self.line_result(waiters, wall, cpu)
+
+    def server_during(self, seconds):
+        """What the server does over the next `seconds`: the commands it executes (as
+        Server.executed), the connections it accepts, its CPU time; and how long that was."""
+        cpu = self.watch("redlock-run")
+        start = time.monotonic()
+        time.sleep(seconds)
+        executed = self.server.executed()
+        cpu = self.server.cpu() - cpu
+        # Counted since the RESETSTAT of watch(), as the commands are.
+        connections = int(self.server.info("stats")["total_connections_received"])
+        return executed, connections, cpu, time.monotonic() - start
+
+    def long_hold(self, waiters, window, alone):
+        """`waiters` waiters (`redlock-run KEY -- true`) in line behind a holder with a 1 s
+        lease that holds on: what the server does over `window` seconds once all are blocked.
+        Commands executed per second, and per waiter per lease, as requests (EVALSHA, EVAL,
+        BLPOP), less the holder's renewals, counted first over `alone` seconds; connections
+        accepted per second; CPU seconds per second. Then each waiter must get its turn
+        once the holder lets go."""
+        key, lease = "long-hold", 1.0
+        with Processes(self, f"{waiters} waiters behind a long hold") as procs:
+            held = procs.hold([self.lock_argv("redlock-run", key, HOLD, ("-t", "1s"))])
+            # Past the holder's first renewal (a third of the lease in): it opens the
+            # connection that the later ones use, which is no reconnection.
+            time.sleep(lease / 2)
+            renewals, _, _, alone = self.server_during(alone)
+            # The waiters arrive over a lease, not all at once: each looks again about once
+            # a lease, and looks that come in bursts would make the count depend on where
+            # the window starts.
+            true, line = [shutil.which("true")], []
+            for _ in range(waiters):
+                line.append(procs.start(self.lock_argv("redlock-run", key, true),
+                                        stdin=subprocess.DEVNULL))
+                time.sleep(lease / waiters)
+            self.wait_in_line("redlock-run", key, line, blocked=True)
+            executed, connections, cpu, seconds = self.server_during(window)
+            procs.release(held)
+            procs.finish()
+        per_second = sum(executed.values()) / seconds
+        executed.subtract({name: n * seconds / alone for name, n in renewals.items()})
+        leases = waiters * seconds / lease  # that the waiters waited out, all together
+        requests = sum(executed[name] for name in ("evalsha", "eval", "blpop"))
+        return {"per_second": per_second, "commands": sum(executed.values()) / leases,
+                "requests": requests / leases, "connections": connections / seconds,
+                "cpu": cpu / seconds}
+
+    def memory(self, count, ttl, settle):
+        """The server's memory (INFO's used_memory) per held lock, from `count` holders each
+        on its own key, and per blocked waiter, from as many waiters in line behind one
+        holder (less a held lock), `settle` seconds after all are in place; `ttl` is the
+        lease ("1s"), None the default. In bytes."""
+        options = ("-t", ttl) if ttl else ()
+        lease = float(ttl.removesuffix("s")) if ttl else 30.0  # redlock-run's default
+        name = f"memory-{ttl or 'default'}"
+
+        def used():
+            return int(self.server.info("memory")["used_memory"])
+
+        with Processes(self, f"{count} holders of a {name} key each") as procs:
+            before = used()
+            held = procs.hold([self.lock_argv("redlock-run", f"{name}-{i}", HOLD, options)
+                               for i in range(count)])
+            # Past their first renewal (a third of the lease in), which opens a connection
+            # of its own that a holder keeps from then on.
+            time.sleep(lease / 3 + settle)
+            per_lock = (used() - before) / count
+            procs.release(held)
+            procs.finish()
+        with Processes(self, f"{count} waiters on {name}") as procs:
+            before = used()
+            held = procs.hold([self.lock_argv("redlock-run", name, HOLD, options)])
+            line = [procs.start(self.lock_argv("redlock-run", name, [shutil.which("true")],
+                                               options), stdin=subprocess.DEVNULL)
+                    for _ in range(count)]
+            self.wait_in_line("redlock-run", name, line, blocked=True)
+            time.sleep(settle)
+            per_waiter = (used() - before - per_lock) / count
+            procs.release(held)
+            procs.finish()
+        return per_lock, per_waiter
 
 
 # --profile: where an uncontended run's time goes, from the timestamps strace takes of a few
@@ -336,6 +693,123 @@ def print_profile(bench, runs):
           f"{ms(untraced['flock'][0])} | {ms(untraced['redlock-run'][0])} |")
 
 
+def repeated(measure, tools, runs):
+    """measure(tool) runs times for each tool, interleaved: the median of the sections per
+    second, and the server's work per section over all the runs."""
+    results = {tool: [] for tool in tools}
+    for i in range(runs):
+        for tool in tools if i % 2 == 0 else tools[::-1]:
+            results[tool].append(measure(tool))
+    summary = {}
+    for tool, measured in results.items():
+        sections = sum(r["sections"] for r in measured)
+        summary[tool] = {"per_second": statistics.median(r["sections"] / r["seconds"]
+                                                         for r in measured)}
+        if tool == "redlock-run":
+            summary[tool]["commands"] = sum(r["commands"] for r in measured) / sections
+            summary[tool]["cpu"] = sum(r["cpu"] for r in measured) / sections
+    return summary
+
+
+def waiting_at_scale(bench, quick):
+    """The second table's figures (issue 23): lines of W waiters on one key, started together
+    and behind holders; a long hold with a line behind it; the server's memory per waiter."""
+    together = (10, 20) if quick else (2, 4, 8, 10, 50, 100, 500)
+    queued = (10, 20) if quick else (10, 100, 500)
+
+    def runs(waiters):  # some 200 sections each, for the small lines' sake
+        return 1 if quick else max(1, min(10, 200 // waiters))
+
+    lines = {}
+    for w in together:
+        lines["together", w] = repeated(lambda tool: bench.together(tool, w),
+                                        ("flock", "redlock-run"), runs(w))
+    for kind, line in LINES.items():
+        tools = ("redlock-run",) if line.flock_options is None else ("flock", "redlock-run")
+        for w in queued:
+            lines[kind, w] = repeated(lambda tool: bench.queued(tool, kind, w), tools, runs(w))
+    hold_waiters, window, alone = (10, 2, 0.5) if quick else (100, 10, 2)
+    # The default lease waits 10 s for its holders' first renewal (see memory()): not in quick.
+    memory_count, settle, ttls = (10, 0.2, ("1s",)) if quick else (100, 2, ("1s", None))
+    return {
+        "lines": lines,
+        "scale": (10, queued[-1]),
+        "hold": (hold_waiters, window, bench.long_hold(hold_waiters, window, alone)),
+        "memory": (memory_count, {ttl: bench.memory(memory_count, ttl, settle)
+                                  for ttl in ttls}),
+    }
+
+
+LINE_LABELS = {
+    "together": "{} started together",
+    "exclusive": "{} in line behind a holder",
+    "shared": "`-s`: {} in line behind an exclusive holder",
+    "limit": "`--limit 4`: {} in line behind 4 holders",
+}
+
+
+def print_waiting(figures, verdict):
+    """The second table, of waiting_at_scale()'s figures."""
+
+    def row(measure, flock="", redlock="", ratio="", target="", ok=None, commands="", cpu=""):
+        judged = "" if ok is None else verdict(ok)
+        print(f"| {measure} | {flock} | {redlock} | {ratio} | {target} | {judged} | {commands} "
+              f"| {cpu} |")
+
+    def us(seconds):
+        return f"{seconds * 1e6:.1f} µs"
+
+    lines, (small, large) = figures["lines"], figures["scale"]
+    print()
+    print("Waiting at scale: W processes on one key, each running `critical` (no work) once. "
+          "Sections/s count from when all are let go to the last exit; the Redis work per "
+          "section, from their start. flock(1)'s `-s` waits behind `flock -x`; it has no "
+          "`--limit`.")
+    print()
+    print("| measure | flock(1) | redlock-run | redlock-run / flock | target | | "
+          "Redis commands per section | Redis CPU per section |")
+    print("|---|---:|---:|---:|---|---|---:|---:|")
+    for (kind, w), m in lines.items():
+        red = m["redlock-run"]
+        measure, work = f"{LINE_LABELS[kind].format(w)}: sections/s", {
+            "commands": f"{red['commands']:.2f}", "cpu": us(red["cpu"])}
+        if "flock" in m:
+            ratio = red["per_second"] / m["flock"]["per_second"]
+            row(measure, f"{m['flock']['per_second']:.0f}", f"{red['per_second']:.0f}",
+                f"{ratio:.2f}×", "≥ 0.9×", ratio >= 0.9, **work)
+        else:
+            row(measure, redlock=f"{red['per_second']:.0f}", **work)
+    for kind, label in LINE_LABELS.items():
+        one, many = lines[kind, small]["redlock-run"], lines[kind, large]["redlock-run"]
+        ratio = many["cpu"] / one["cpu"]
+        row(f"{label.format('W')}: Redis CPU per section at W = {large}",
+            redlock=us(many["cpu"]), ratio=f"{ratio:.2f}× W = {small} ({us(one['cpu'])})",
+            target="≤ 1.2×", ok=ratio <= 1.2)
+
+    waiters, window, hold = figures["hold"]
+    held = f"{waiters} waiters behind a `-t 1s` holder, over {window} s"
+    row(f"{held}: Redis commands/s (the holder's renewals included)",
+        redlock=f"{hold['per_second']:.0f}")
+    row(f"{held}: requests (EVALSHA, EVAL, BLPOP) per waiter per lease (the holder's left "
+        "out)", redlock=f"{hold['requests']:.2f}", target="≤ 2", ok=hold["requests"] <= 2)
+    row(f"{held}: Redis commands per waiter per lease (the holder's left out)",
+        redlock=f"{hold['commands']:.2f}", target="≤ 8", ok=hold["commands"] <= 8)
+    row(f"{held}: new connections/s", redlock=f"{hold['connections']:.2f}", target="0",
+        ok=hold["connections"] == 0)
+    row(f"{held}: Redis CPU",
+        redlock=f"{hold['cpu'] * 1e3:.2f} ms/s ({hold['cpu']:.1%} of a core)")
+
+    count, memory = figures["memory"]
+    for ttl, (per_lock, per_waiter) in memory.items():
+        lease = f"`-t {ttl}`" if ttl else "the default 30 s lease"
+        ratio = per_waiter / per_lock
+        row(f"Redis memory per held lock, {lease} ({count} holders, a key each, renewed)",
+            redlock=f"{per_lock / 1024:.1f} KiB")
+        row(f"Redis memory per blocked waiter, {lease} (1 holder, {count} waiters)",
+            redlock=f"{per_waiter / 1024:.1f} KiB", ratio=f"{ratio:.2f}× a held lock",
+            target="≤ 2×", ok=ratio <= 2)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redlock-run", required=True)
@@ -389,6 +863,8 @@ def main():
     rss = {tool: bench.peak_rss(tool) for tool in ("flock", "redlock-run")}
     limit = 4
     limited = bench.limited(workers, iterations, work_us, limit)
+    # Before the Sentinels and the cluster start, as the rows above: they compare with flock.
+    waiting = waiting_at_scale(bench, args.quick)
     # Every engine against the one plain server, interleaved in the same run.
     engines = [("`--limit 4`", {}, ("-l", "4"))]
     if args.tls_url:
@@ -484,6 +960,7 @@ def main():
     print()
     print("Commands sent in the contended run: " +
           ", ".join(f"{name.upper()} {n}" for name, n in sent.items() if n) + ".")
+    print_waiting(waiting, verdict)
 
     if any(c["count"] != w * iterations for w, f, r in fewer for c in (f, r)):
         bench.failures.append("a counter is off with fewer workers: increments were lost")
