@@ -138,7 +138,7 @@ _redlock_run()
 	# Every name getopt_long accepts, so that an abbreviation resolves as it does there.
 	local long_value=(--redis --ttl --wait --timeout --conflict-exit-code --command --limit
 		--on-lost --grace --max-hold --min-hold --cacert --cacertdir --cert --key --sni
-		--password-file --wait-replicas --connect-timeout)
+		--password-file --wait-replicas --connect-timeout --prefix)
 	local long_flag=(--nonblock --nb --nonblocking --shared --exclusive --status --json
 		--insecure --verbose --quiet --help --version)
 	local short_value=(-r -t -w -E -c -l) short_flag=(-n -s -x -e -v -q -h -V)

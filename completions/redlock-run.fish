@@ -9,7 +9,7 @@
 function __redlock_run_where
 	set -l long_value redis ttl wait timeout conflict-exit-code command limit on-lost grace \
 		max-hold min-hold cacert cacertdir cert key sni password-file wait-replicas \
-		connect-timeout
+		connect-timeout prefix
 	set -l long_flag nonblock nb nonblocking shared exclusive status json insecure verbose \
 		quiet help version
 	set -l words (commandline -opc)[2..-1]
@@ -150,6 +150,7 @@ complete -c redlock-run -n $opts -l cert -r -F -d 'TLS: a client certificate'
 complete -c redlock-run -n $opts -l key -r -F -d 'TLS: the client certificate\'s key'
 complete -c redlock-run -n $opts -l sni -x -a '(__fish_print_hostnames)' -d 'TLS: the server name to send and verify'
 complete -c redlock-run -n $opts -l insecure -d 'TLS: do not verify the server'
+complete -c redlock-run -n $opts -l prefix -x -d 'put STRING in front of KEY: a namespace'
 complete -c redlock-run -n $opts -l password-file -r -F -d 'the password, on the first line of FILE'
 complete -c redlock-run -n $opts -l wait-replicas -x -a '(__redlock_run_replicas)' -d 'N[,TIMEOUT]: replicas that must acknowledge'
 complete -c redlock-run -n $opts -s v -l verbose -d 'say what happens and how long it took'

@@ -372,6 +372,14 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
 		char said[400];
+		if (strncmp(e, "FOREIGN ", 8) == 0) {
+			/* Waiting would be for ever: nothing of ours will ever free it. */
+			set_error(l,
+				  "%s is not a lock on %s: it %s, which redlock-run did not write; "
+				  "choose another KEY (or a --prefix), or delete it if nothing uses it",
+				  l->key, address, refusal(r, said, sizeof(said)) + 8);
+			return REPLY_REFUSED;
+		}
 		set_error(l, "%s refused to take %s: %s%s", address, l->key,
 			  refusal(r, said, sizeof(said)),
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"

@@ -28,6 +28,7 @@ enum {
 	OPT_WAIT_REPLICAS,
 	OPT_MIN_HOLD,
 	OPT_CONNECT_TIMEOUT,
+	OPT_PREFIX,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:l:sxevqhV";
@@ -60,6 +61,7 @@ static const struct option long_options[] = {
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "wait-replicas", required_argument, NULL, OPT_WAIT_REPLICAS },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -106,6 +108,8 @@ opts_print_help(FILE *out)
 		"      --max-hold DURATION    stop COMMAND once it has held the lock this long",
 		"      --min-hold DURATION    keep the lock taken this long after it was acquired,",
 		"                             even when COMMAND ends sooner (cron clock skew)",
+		"      --prefix STRING        put STRING in front of KEY: a namespace for a team's",
+		"                             locks (default $REDLOCK_PREFIX)",
 		"      --status               say who holds KEY, for how long, with which fence;",
 		"                             exit 0 if it is free, the conflict status if held",
 		"      --json                 with --status: one JSON object",
@@ -527,7 +531,7 @@ enum opts_action
 opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
 	const char *shell_string = NULL, *source = "", *password_file = NULL, *replicas = NULL;
-	const char *connect_timeout = NULL;
+	const char *connect_timeout = NULL, *prefix = NULL;
 	char *urls[URL_LIST_MAX + 1], *env_urls = NULL;
 	size_t nurls = 0;
 	enum opts_action out;
@@ -648,6 +652,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_CONNECT_TIMEOUT:
 			connect_timeout = optarg;
 			break;
+		case OPT_PREFIX:
+			prefix = optarg;
+			break;
 		case 'v':
 			o->verbosity = MSG_VERBOSE;
 			break;
@@ -699,6 +706,16 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	o->key = argv[optind];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
+	if (!prefix)
+		prefix = getenv("REDLOCK_PREFIX");
+	if (prefix && *prefix) {
+		/* The name in Redis, which every message and every helper key uses. */
+		int n = snprintf(o->prefixed_key, sizeof(o->prefixed_key), "%s%s", prefix, o->key);
+		if (n < 0 || (size_t)n >= sizeof(o->prefixed_key))
+			return usage_error(err, size, "KEY with its prefix is longer than %zu bytes",
+					   sizeof(o->prefixed_key) - 1);
+		o->key = o->prefixed_key;
+	}
 	if (!one_slot(o->key))
 		return usage_error(
 			err, size,

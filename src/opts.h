@@ -33,7 +33,8 @@ enum on_lost {
 #define OPTS_LIMIT_MAX 100000
 
 struct opts {
-	const char *key;
+	const char *key;                     /* as in Redis: with the --prefix, if any */
+	char prefixed_key[1024];             /* backs key when there is a prefix */
 	char **command;                      /* COMMAND's argv, NULL-terminated */
 	struct redis_url urls[URL_LIST_MAX]; /* the servers: one, or a Redlock quorum */
 	size_t nurls;
@@ -66,8 +67,8 @@ enum opts_action {
 
 /*
  * Parses argv (and REDLOCK_URL, REDLOCK_PASSWORD, REDLOCK_SENTINEL_USER,
- * REDLOCK_SENTINEL_PASSWORD, REDLOCK_WAIT_REPLICAS, REDLOCK_CONNECT_TIMEOUT, SHELL from the
- * environment) into *o.
+ * REDLOCK_SENTINEL_PASSWORD, REDLOCK_WAIT_REPLICAS, REDLOCK_CONNECT_TIMEOUT, REDLOCK_PREFIX,
+ * SHELL from the environment) into *o.
  * Option parsing stops at KEY, so COMMAND's own flags are never looked at. On
  * OPTS_USAGE_ERROR, err holds the message and nothing in *o needs freeing.
  */

@@ -83,12 +83,41 @@
  * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE), and
  * `age`, true when a grant must say how old the server's data is (see AGE). A first attempt
  * on one server, the common case, pays for neither. */
+/*
+ * `alien()`: what KEY holds when redlock-run did not write it, or nil when it did (or KEY is
+ * gone): a string that is not a token ("<uuid>:<host>:<pid>"), a token or a sorted set that
+ * never expires (redlock-run's always do), a sorted set without a tag (see the semaphore's
+ * scripts), or another type. `foreign()`: the error reply that says so, "FOREIGN what". Only
+ * called where KEY is already found to be out of the ordinary: the common paths pay nothing.
+ */
+#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.+:%d+$'"
+#define ALIEN                                                                                      \
+	"local function alien()\n"                                                                 \
+	"local kind = redis.call('TYPE', KEYS[1]).ok\n"                                            \
+	"if kind == 'string' then\n"                                                               \
+	"local v = redis.call('GET', KEYS[1])\n"                                                   \
+	"if not string.match(v, " TOKEN_PATTERN ") then\n"                                         \
+	"return 'holds the string \"' .. string.gsub(string.sub(v, 1, 40), '[^%w%p ]', '?') .. '\"'\n" \
+	"end\n"                                                                                    \
+	"if redis.call('PTTL', KEYS[1]) < 0 then return 'holds a token that never expires' end\n"  \
+	"elseif kind == 'zset' then\n"                                                             \
+	"local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"                            \
+	"if tag ~= 'shared' and not (tag and string.match(tag, '^limit:%d+$')) then\n"             \
+	"return 'holds a sorted set with no shared or limit:N member at -1'\n"                     \
+	"end\n"                                                                                    \
+	"if redis.call('PTTL', KEYS[1]) < 0 then return 'holds a sorted set that never expires' end\n" \
+	"elseif kind ~= 'none' then return 'holds a ' .. kind end\n"                               \
+	"end\n"                                                                                    \
+	"local function foreign(what)\n"                                                           \
+	"return redis.error_reply('FOREIGN ' .. (what or alien() or 'changed as it was read'))\n"  \
+	"end\n"
+
 #define ARGS                                                                                       \
 	"local ttl, handoff, limit, in_line, age =\n"                                              \
 	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01]):([01])$')\n"                          \
 	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
 	"in_line, age = in_line == '1', age == '1'\n"                                              \
-	CLOCK FENCE AGE
+	CLOCK FENCE AGE ALIEN
 #define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
 
 /*
@@ -195,16 +224,20 @@ static struct script script_acquire = {
 	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
 	"  return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
 	"end\n"
-	"local readers, pttl = type(holder) == 'table', nil\n"
+	"local readers, pttl = type(holder) == 'table', redis.call('PTTL', KEYS[1])\n"
 	"if readers then\n"
-	"  local tag = redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or 'limit:?'\n"
+	"  local tag = redis.pcall('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
+	"  if pttl < 0 or tag ~= 'shared' and not (tag and string.match(tag, '^limit:%d+$')) then\n"
+	"    return foreign()\n"
+	"  end\n"
 	"  if tag ~= 'shared' then\n"
 	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
 	"      string.sub(tag, 7) .. ', not as a lock')\n"
 	"  end\n"
 	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
-	"end\n"
-	"pttl = redis.call('PTTL', KEYS[1])\n" WAIT_IN_LINE
+	"elseif pttl < 0 or not string.match(holder, " TOKEN_PATTERN ") then\n"
+	"  return foreign()\n"
+	"end\n" WAIT_IN_LINE
 	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED("KEYS[4]", "KEYS[5]") "end\n"
 	"return {0, pttl, holder}\n",
 };
@@ -272,22 +305,24 @@ static struct script script_release = {
 /*
  * `head(now)`: a semaphore's or shared lock's tag (see below; nil when there is none), and the
  * holder whose lease ends first, with that end; when that end is past (a holder that stopped
- * renewing), the holders whose leases are over leave KEY first. In the common case, one command
- * reads all three: the tag, scored -1, comes first.
+ * renewing), the holders whose leases are over leave KEY first (never from a sorted set without
+ * a tag: not ours). In the common case, one command reads all three: the tag, scored -1, comes
+ * first. A fourth value is true when KEY is not a sorted set.
  */
 #define HEAD                                                                                       \
 	"local function head(now)\n"                                                               \
 	"  local function read()\n"                                                                \
-	"    local h = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')\n"                        \
+	"    local h = redis.pcall('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')\n"                       \
+	"    if h.err then return nil, nil, nil, true end\n"                                       \
 	"    local tag = h[2] and tonumber(h[2]) < 0 and h[1] or nil\n"                            \
 	"    return tag, h[tag and 3 or 1], tonumber(h[tag and 4 or 2])\n"                         \
 	"  end\n"                                                                                  \
-	"  local tag, first, ends = read()\n"                                                      \
-	"  if ends and ends <= now then\n"                                                         \
+	"  local tag, first, ends, wrong = read()\n"                                               \
+	"  if tag and ends and ends <= now then\n"                                                 \
 	"    redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)\n"                                    \
 	"    tag, first, ends = read()\n"                                                          \
 	"  end\n"                                                                                  \
-	"  return tag, first, ends\n"                                                              \
+	"  return tag, first, ends, wrong\n"                                                       \
 	"end\n"
 
 /*
@@ -306,8 +341,17 @@ static struct script script_sem_acquire = {
 	.writes = true,
 	.text = ARGS HEAD
 	"local me, side, tag = ARGV[1], 1, 'limit:' .. limit\n"
-	"local old, first, ends = head(clock())\n"
+	"local old, first, ends, wrong = head(clock())\n"
+	"if wrong then\n"
+	"  local what = alien()\n"
+	"  if what then return foreign(what) end\n"
+	"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held as a lock, not with --limit ' ..\n"
+	"    limit)\n"
+	"end\n"
 	"local count = redis.call('ZCARD', KEYS[1]) - (old and 1 or 0)\n"
+	"if count > 0 and not (old == 'shared' or old and string.match(old, '^limit:%d+$')) then\n"
+	"  return foreign()\n"
+	"end\n"
 	"if old and old ~= tag and count > 0 then\n"
 	"  return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held ' ..\n"
 	"    (old == 'shared' and 'shared' or 'with --limit ' .. string.sub(old, 7)) ..\n"
@@ -339,8 +383,12 @@ static struct script script_shared_acquire = {
 	"local mine, count = false, 0\n"
 	"if type(holder) == 'string' then\n"
 	"  pttl = redis.call('PTTL', KEYS[1])\n"
+	"  if pttl < 0 or not string.match(holder, " TOKEN_PATTERN ") then return foreign() end\n"
 	"elseif holder then\n"
-	"  local tag = head(clock()) or 'limit:?'\n"
+	"  local tag, _, _, wrong = head(clock())\n"
+	"  if wrong or not (tag == 'shared' or tag and string.match(tag, '^limit:%d+$')) then\n"
+	"    return foreign()\n"
+	"  end\n"
 	"  if tag ~= 'shared' then\n"
 	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
 	"      string.sub(tag, 7) .. ', not shared')\n"

@@ -154,7 +154,7 @@ occupancy() {
 	holder=$!
 	wait_until 5 test -e "$dir/locked"
 	run -69 "$RR" -l 2 -n lock -- echo never
-	assert_output --partial "it is used as a lock (without --limit) elsewhere"
+	assert_output --partial "LIMIT lock is held as a lock, not with --limit 2"
 	kill "$holder"
 	wait "$holder" || true
 	run -64 "$RR" -l 2 -r "$REDLOCK_URL" -r redis://127.0.0.1:1 sem -- true

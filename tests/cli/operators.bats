@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# For the people on call (issue 24): a KEY that is not a lock is said so at once, never waited
+# on for ever, and --prefix keeps a team's locks in a namespace of their own.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	main_server_start
+}
+
+teardown_file() {
+	main_server_stop
+}
+
+setup() {
+	main_server_reset
+}
+
+# foreign TYPE: makes the key "app" hold something redlock-run did not write, of that kind, and
+# prints what a refusal must say it holds.
+foreign() {
+	case $1 in
+	string) rcli set app hello >/dev/null && echo 'holds the string "hello"' ;;
+	token) rcli set app "12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null &&
+		echo 'holds a token that never expires' ;;
+	hash) rcli hset app field 1 >/dev/null && echo 'holds a hash' ;;
+	list) rcli rpush app 1 >/dev/null && echo 'holds a list' ;;
+	set) rcli sadd app 1 >/dev/null && echo 'holds a set' ;;
+	zset) rcli zadd app 5 member >/dev/null &&
+		echo 'holds a sorted set with no shared or limit:N member at -1' ;;
+	tagged) rcli zadd app -1 limit:2 9999999999999 someone >/dev/null &&
+		echo 'holds a sorted set that never expires' ;;
+	stream) rcli xadd app '*' field 1 >/dev/null && echo 'holds a stream' ;;
+	esac
+}
+
+@test "a KEY that is not a lock is a 69 at once, waiting or not, in every mode, and left as it was" {
+	local kind what mode wait before modes
+	for kind in string token hash list set zset tagged stream; do
+		# (A sorted set tagged as a semaphore's is taken as one by semaphores and shared
+		# holders, which give it an expiry; a lock refuses it.)
+		modes=("" -s "-l 2")
+		[[ $kind != tagged ]] || modes=("")
+		for mode in "${modes[@]}"; do
+			for wait in -n "-w 30" ""; do
+				rcli del app >/dev/null
+				what=$(foreign "$kind")
+				before=$(rcli dump app | od -An -tx1)
+				# (timeout(1) only so that a wait for ever fails the test instead of
+				# hanging it.)
+				# shellcheck disable=SC2086
+				run -69 timeout 120 "$RR" $mode $wait app -- touch "$dir/ran"
+				assert_output --partial "app is not a lock on"
+				assert_output --partial "it $what, which redlock-run did not write"
+				assert_equal "$(rcli dump app | od -An -tx1)" "$before"
+				[ ! -e "$dir/ran" ]
+			done
+		done
+	done
+}
+
+@test "a lock's own keys are never taken for foreign ones: a held lock, shared and --limit wait" {
+	"$RR" -t 5s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -75 "$RR" -n job -- true
+	run -75 "$RR" -n -s job -- true
+	run -69 "$RR" -n -l 2 job -- true
+	assert_output --partial "LIMIT job is held as a lock, not with --limit 2"
+	touch "$dir/go"
+	wait "$holder"
+}
+
+@test "--prefix and REDLOCK_PREFIX put a namespace in front of KEY, helper keys included" {
+	"$RR" --prefix team: job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	assert_equal "$(rcli exists team:job)" 1
+	assert_equal "$(rcli exists job)" 0
+	REDLOCK_PREFIX=team: run -75 "$RR" -n job -- true
+	REDLOCK_PREFIX=team: run -75 "$RR" --status job
+	assert_output --partial "team:job is held by"
+	run -75 "$RR" --prefix team: --status job
+	run -0 "$RR" --status job
+	# A waiter's line follows the name.
+	"$RR" --prefix team: job -- true &
+	local waiter=$!
+	in_line() { [[ $(rcli zcard '{team:job}:waiting') == 1 ]]; }
+	wait_until 5 in_line
+	touch "$dir/go"
+	wait "$holder"
+	wait "$waiter"
+	# The prefix counts in the rule for '}': the whole name needs its hash tag.
+	run -64 "$RR" --prefix 'a}' job -- true
+	assert_output --partial "KEY 'a}job' has a '}'"
+	# An empty prefix is none.
+	REDLOCK_PREFIX= run -0 "$RR" job -- true
+}
