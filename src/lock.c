@@ -275,14 +275,18 @@ int
 lock_parse_holder(const char *value, char *host, size_t size, long *pid)
 {
 	const char *first = strchr(value, ':'), *last = strrchr(value, ':');
+	size_t len = strlen(value);
 	char *end;
 
-	/* "<36-character uuid>:<host>:<pid>" */
+	/* "<36-character uuid>:<host>:<pid>", and ":kept" once released with --min-hold */
+	if (len > 5 && strcmp(value + len - 5, ":kept") == 0)
+		for (last = value + len - 6; last > value && *last != ':'; last--)
+			;
 	if (first != value + 36 || last <= first || !last[1])
 		return -1;
 	errno = 0;
 	*pid = strtol(last + 1, &end, 10);
-	if (*end || errno || *pid <= 0)
+	if ((*end && strcmp(end, ":kept") != 0) || errno || *pid <= 0)
 		return -1;
 	snprintf(host, size, "%.*s", (int)(last - first - 1), first + 1);
 	return 0;
@@ -1490,6 +1494,39 @@ read_semaphore(struct lock *l, const char *address, const struct reply *r, struc
 	return 0;
 }
 
+/* Reads the line's part of the query script's reply into *st (see script_query). */
+static void
+read_line(const struct reply *line, struct lock_state *st)
+{
+	size_t n = reply_count(line);
+	long long now;
+	size_t len;
+
+	if (n < 3 || reply_type(reply_element(line, 0)) != REPLY_INTEGER)
+		return;
+	now = reply_integer(reply_element(line, 0));
+	st->waiting_shared = reply_integer(reply_element(line, 2));
+	st->waiting = reply_integer(reply_element(line, 1)) + st->waiting_shared;
+	for (size_t i = 3; i + 1 < n && st->nwaiters < LOCK_STATE_WAITERS; i += 2) {
+		const char *v = reply_string(reply_element(line, i), &len);
+		bool shared = v && len > 2 && strncmp(v, "s:", 2) == 0;
+		if (!v)
+			continue;
+		if (shared)
+			v += 2, len -= 2;
+		snprintf(st->waiter[st->nwaiters].value, sizeof(st->waiter[0].value), "%.*s",
+			 (int)len, v);
+		st->waiter[st->nwaiters].shared = shared;
+		st->waiter[st->nwaiters].left = ttl_ns(reply_integer(reply_element(line, i + 1)));
+		st->nwaiters++;
+	}
+	/* A lock's fence is its holder's, which was the server's clock in µs when it took it
+	 * (DESIGN §3), unless fences came faster than the clock: then a little after. */
+	if (st->held && !st->limit && !st->shared && st->fence > 0 && st->fence / 1000 <= now &&
+	    st->fence > 1000000000000000LL)
+		st->held_for = (int64_t)(now - st->fence / 1000) * NS_PER_MS;
+}
+
 /* Reads the query script's reply from the server at address into *st: 0, or -1 with l->error
  * set. */
 static int
@@ -1498,6 +1535,19 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	const struct reply *value, *pttl, *fence;
 	size_t len;
 
+	st->held_for = -1;
+	if (reply_type(r) == REPLY_ARRAY && reply_count(r) == 2 &&
+	    reply_type(reply_element(r, 0)) == REPLY_ARRAY) {
+		int out = read_state(l, address, reply_element(r, 0), st);
+		if (out == 0)
+			read_line(reply_element(r, 1), st);
+		return out;
+	}
+	if (reply_type(r) == REPLY_ERROR && strncmp(reply_string(r, NULL), "FOREIGN ", 8) == 0) {
+		set_error(l, "%s is not a lock on %s: it %s, which redlock-run did not write",
+			  l->key, address, reply_string(r, NULL) + 8);
+		return -1;
+	}
 	if (reply_type(r) == REPLY_ARRAY && reply_count(r) >= 4 &&
 	    reply_type(reply_element(r, 0)) == REPLY_INTEGER)
 		return read_semaphore(l, address, r, st);
@@ -1518,6 +1568,8 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	}
 	st->ttl = ttl_ns(reply_integer(pttl));
 	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
+	len = strlen(st->value);
+	st->kept = st->held && len > 5 && strcmp(st->value + len - 5, ":kept") == 0;
 	return 0;
 }
 
@@ -1535,6 +1587,7 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 
 	memset(st, 0, sizeof(*st));
 	st->fence = -1;
+	st->held_for = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (!node[i].answered) {
 			failures_add(&why, node[i].error);
@@ -1543,6 +1596,14 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 		answered++;
 		if (node[i].fence > st->fence)
 			st->fence = node[i].fence;
+		/* The line: the longest any node has (a waiter is in line where it found the lock
+		 * held). */
+		if (node[i].waiting > st->waiting) {
+			st->waiting = node[i].waiting;
+			st->waiting_shared = node[i].waiting_shared;
+			st->nwaiters = node[i].nwaiters;
+			memcpy(st->waiter, node[i].waiter, sizeof(st->waiter));
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		int64_t ends[NODES_MAX];
@@ -1557,6 +1618,8 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			best = same;
 			st->held = same >= q;
 			snprintf(st->value, sizeof(st->value), "%s", node[i].value);
+			st->kept = node[i].kept;
+			st->held_for = node[i].held_for;
 			st->ttl = nodes_quorum_until(ns, ends, same);
 			st->ttl = st->ttl == TIME_NEVER ? -1 : st->ttl;
 		}
@@ -1578,17 +1641,18 @@ int
 lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
 	   struct lock_state *st)
 {
-	const char *args[2] = { l->key, l->fence_key };
+	const char *args[3] = { l->key, l->fence_key, l->waiting_key };
 	struct call call;
 	struct answer a;
 
 	for (size_t i = 0; i < nodes_count(ns); i++) {
 		memset(&node[i], 0, sizeof(node[i]));
 		node[i].fence = -1;
+		node[i].held_for = -1;
 		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
 			 nodes_address(ns, i));
 	}
-	call_init(&call, &script_query, 2, 2, args);
+	call_init(&call, &script_query, 3, 3, args);
 	call_send_all(ns, &call, deadline, -1);
 	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_state *s = &node[a.node];

@@ -154,6 +154,7 @@ enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t 
 
 /* How many of a semaphore's holders a state lists. */
 #define LOCK_STATE_HOLDERS 16
+#define LOCK_STATE_WAITERS 16
 
 struct lock_state {
 	bool answered; /* a node's state: it answered (else error says why) */
@@ -172,6 +173,18 @@ struct lock_state {
 		char value[LOCK_HOLDER_MAX];
 		int64_t ttl;
 	} holder[LOCK_STATE_HOLDERS];
+	int64_t held_for;            /* a lock: how long its holder has held it (ns), from its
+				      * fence and the server's clock; -1: cannot tell */
+	bool kept;                   /* a lock: its holder's command has finished, and --min-hold
+				      * keeps it taken for the rest of ttl */
+	long long waiting;           /* how many wait for it, */
+	long long waiting_shared;    /* of which shared */
+	size_t nwaiters;             /* some of them: exclusive ones first */
+	struct {
+		char value[LOCK_HOLDER_MAX];
+		bool shared;
+		int64_t left; /* what is left of its place in line (ns) */
+	} waiter[LOCK_STATE_WAITERS];
 };
 
 /* Asks every node who holds the lock, without touching it: each node's view into node[i] (one
@@ -180,7 +193,8 @@ struct lock_state {
 int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
 	       struct lock_state *st);
 
-/* Splits a value written by redlock-run into host and pid; -1 for any other value. */
+/* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
+ * release has ":kept" after them); -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
 
 /* "host:pid" for a value written by redlock-run, else the value itself, made printable. */

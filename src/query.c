@@ -1,9 +1,12 @@
 #include "query.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "conn.h"
@@ -49,6 +52,21 @@ json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* Whether the process of a holder's value still runs: "running" or "gone" when it is on this
+ * host (by its name), NULL when that cannot be told here (another host, or a value redlock-run
+ * did not write). A holder whose process is gone did not release: its lease runs out. */
+static const char *
+holder_process(const char *value)
+{
+	char host[LOCK_HOLDER_MAX], here[256] = "";
+	long pid;
+
+	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 ||
+	    gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here) != 0)
+		return NULL;
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH ? "running" : "gone";
+}
+
 bool
 query_evictable(const struct eviction *ev)
 {
@@ -74,7 +92,39 @@ json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
 		fputs(", \"pid\": null", out);
 	fputs(", \"token\": ", out);
 	json_string(out, value);
-	fprintf(out, ", \"ttl_ms\": %lld}", ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
+	fprintf(out, ", \"ttl_ms\": %lld, \"process\": ", ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
+	if (holder_process(value))
+		fprintf(out, "\"%s\"}", holder_process(value));
+	else
+		fputs("null}", out);
+}
+
+/* The line's fields: "waiting", how many, and "waiters", the first of them. */
+static void
+json_line(FILE *out, const struct lock_state *st)
+{
+	char host[LOCK_HOLDER_MAX];
+	long pid;
+
+	fprintf(out, ", \"waiting\": %lld, \"waiters\": [", st->waiting);
+	for (size_t i = 0; i < st->nwaiters; i++) {
+		bool ours = lock_parse_holder(st->waiter[i].value, host, sizeof(host), &pid) == 0;
+		fputs(i ? ", {\"host\": " : "{\"host\": ", out);
+		if (ours)
+			json_string(out, host);
+		else
+			fputs("null", out);
+		if (ours)
+			fprintf(out, ", \"pid\": %ld", pid);
+		else
+			fputs(", \"pid\": null", out);
+		fputs(", \"token\": ", out);
+		json_string(out, st->waiter[i].value);
+		fprintf(out, ", \"mode\": \"%s\", \"place_ms\": %lld}",
+			st->waiter[i].shared ? "shared" : "exclusive",
+			(long long)(st->waiter[i].left / NS_PER_MS));
+	}
+	fputs("]", out);
 }
 
 /* A state's fields, after the opening brace and before the eviction fields. */
@@ -110,6 +160,17 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "%lld", st->fence);
 	else
 		fputs("null", out);
+	fputs(", \"held_ms\": ", out);
+	if (st->held && st->held_for >= 0)
+		fprintf(out, "%lld", (long long)(st->held_for / NS_PER_MS));
+	else
+		fputs("null", out);
+	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
+	if (st->held && !st->limit && !st->shared && !st->kept && holder_process(st->value))
+		fprintf(out, "\"%s\"", holder_process(st->value));
+	else
+		fputs("null", out);
+	json_line(out, st);
 	if (!decided)
 		return;
 	if (st->shared)
@@ -204,7 +265,8 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 static void
 text_state(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
 {
-	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken";
+	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken", held[32], since[48] = "";
+	const char *process;
 
 	if ((st->limit || st->shared) && st->holders) {
 		text_semaphore(out, prefix, key, st);
@@ -219,11 +281,41 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	if (st->fence >= 0)
 		snprintf(fence, sizeof(fence), "fence %lld", st->fence);
 	lock_describe_holder(st->value, who, sizeof(who));
-	if (st->ttl >= 0)
-		fprintf(out, "%s%s is held by %s for another %s (%s)\n", prefix, key, who,
-			duration_format(st->ttl, left, sizeof(left)), fence);
+	if (st->held_for >= 0)
+		snprintf(since, sizeof(since), " (taken %s ago)",
+			 duration_format(st->held_for, held, sizeof(held)));
+	if (st->ttl < 0)
+		fprintf(out, "%s%s is held by %s, with no expiry (%s)", prefix, key, who, fence);
+	else if (st->kept)
+		fprintf(out,
+			"%s%s is kept taken by --min-hold for another %s: the command of %s%s "
+			"has finished (%s)",
+			prefix, key, duration_format(st->ttl, left, sizeof(left)), who, since, fence);
 	else
-		fprintf(out, "%s%s is held by %s, with no expiry (%s)\n", prefix, key, who, fence);
+		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
+			duration_format(st->ttl, left, sizeof(left)), fence);
+	if (!st->kept && (process = holder_process(st->value)) && strcmp(process, "gone") == 0)
+		fprintf(out, "; that process is gone without releasing it: the lease runs out "
+			     "by itself");
+	fputc('\n', out);
+}
+
+/* "  N waiting: HOLDER, HOLDER (shared), ... and M more", after prefix, when any wait. */
+static void
+text_line(FILE *out, const char *prefix, const struct lock_state *st)
+{
+	char who[LOCK_HOLDER_MAX];
+
+	if (st->waiting <= 0)
+		return;
+	fprintf(out, "%s%lld waiting", prefix, st->waiting);
+	for (size_t i = 0; i < st->nwaiters; i++)
+		fprintf(out, "%s %s%s", i ? "," : ":",
+			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
+			st->waiter[i].shared ? " (shared)" : "");
+	if ((long long)st->nwaiters < st->waiting)
+		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
+	fputc('\n', out);
 }
 
 void
@@ -231,8 +323,10 @@ query_print_text(FILE *out, const struct status *s)
 {
 	char prefix[320];
 
-	if (s->decided)
+	if (s->decided) {
 		text_state(out, "", s->key, &s->all);
+		text_line(out, "  ", &s->all);
+	}
 	/* With one server, where a Sentinel or a cluster sent the question is worth a line. */
 	if (s->count == 1 && s->node[0].role && s->node[0].st.answered)
 		fprintf(out, "  on %s, %s\n", s->node[0].address, s->node[0].role);

@@ -85,12 +85,13 @@
  * on one server, the common case, pays for neither. */
 /*
  * `alien()`: what KEY holds when redlock-run did not write it, or nil when it did (or KEY is
- * gone): a string that is not a token ("<uuid>:<host>:<pid>"), a token or a sorted set that
+ * gone): a string that is not a token ("<uuid>:<host>:<pid>", and ":kept" once released with
+ * --min-hold), a token or a sorted set that
  * never expires (redlock-run's always do), a sorted set without a tag (see the semaphore's
  * scripts), or another type. `foreign()`: the error reply that says so, "FOREIGN what". Only
  * called where KEY is already found to be out of the ordinary: the common paths pay nothing.
  */
-#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.+:%d+$'"
+#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.+:%d+[:ekpt]*$'"
 #define ALIEN                                                                                      \
 	"local function alien()\n"                                                                 \
 	"local kind = redis.call('TYPE', KEYS[1]).ok\n"                                            \
@@ -286,16 +287,18 @@ static struct script script_renew = {
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
  * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] how long the lock must
- * stay taken still, in ms (--min-hold), or 0. Returns 1 when deleted (or left to expire
- * then); when not ours, as NOT_OURS says.
+ * stay taken still, in ms (--min-hold), or 0. Returns 1 when deleted, or left to expire then as
+ * our value and ":kept" (which says that the command has finished: --status tells it, and a
+ * release asked again finds it ours); when not ours, as NOT_OURS says.
  *
  * Deleting wakes the waiters (see WAKE). Left to expire, the lock wakes them too, and they
  * then block only until it expires.
  */
 static struct script script_release = {
-	.text = "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then\n" NOT_OURS("KEYS[4]") "end\n"
+	.text = "local v = redis.pcall('GET', KEYS[1])\n"
+		"if v ~= ARGV[1] and v ~= ARGV[1] .. ':kept' then\n" NOT_OURS("KEYS[4]") "end\n"
 		"if tonumber(ARGV[2]) > 0 then\n"
-		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+		"  redis.call('SET', KEYS[1], ARGV[1] .. ':kept', 'PX', ARGV[2])\n"
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
@@ -474,16 +477,23 @@ struct script script_leave = {
 					      "return 1\n",
 };
 
-/* KEYS[1] the lock, KEYS[2] its fence counter. Returns {value, PTTL, fence}, with false for
- * a value or fence that is not there; for a semaphore or a shared lock, {-1, "limit:N" or "shared",
- * fence, then each live holder's value and ms left, the first to end first, 16 at most}. Reads
- * only. */
+/*
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] its line. Returns {state, line}. The
+ * state: {value, PTTL, fence}, with false for a value or fence that is not there; for a
+ * semaphore or a shared lock, {-1, "limit:N" or "shared", fence, then each live holder's value
+ * and ms left, the first to end first, 16 at most, then how many there are}. The line: {the
+ * server's time (ms), how many exclusive waiters, how many shared ones, then 8 of each, each
+ * with the ms left of its place: the exclusive ones whose places end first, the shared ones
+ * whose places end last}. An error "FOREIGN holds a
+ * TYPE" for a KEY of another type. Reads only.
+ */
 struct script script_query = {
-	.text = "if redis.call('TYPE', KEYS[1]).ok == 'zset' then\n"
-		"  local t = redis.call('TIME')\n"
-		"  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-		"  local out = {-1, redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or false,\n"
-		"               redis.call('GET', KEYS[2])}\n"
+	.text = "local t = redis.call('TIME')\n"
+		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+		"local kind, out = redis.call('TYPE', KEYS[1]).ok, nil\n"
+		"if kind == 'zset' then\n"
+		"  out = {-1, redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or false,\n"
+		"         redis.call('GET', KEYS[2])}\n"
 		"  local h = redis.call('ZRANGEBYSCORE', KEYS[1], now + 1, '+inf', 'WITHSCORES',\n"
 		"                       'LIMIT', 0, 16)\n"
 		"  for i = 1, #h, 2 do\n"
@@ -491,10 +501,24 @@ struct script script_query = {
 		"    out[#out + 1] = h[i + 1] - now\n"
 		"  end\n"
 		"  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"
-		"  return out\n"
+		"elseif kind == 'string' or kind == 'none' then\n"
+		"  out = {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
+		"         redis.call('GET', KEYS[2])}\n"
+		"else\n"
+		"  return redis.error_reply('FOREIGN holds a ' .. kind)\n"
 		"end\n"
-		"return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
-		"        redis.call('GET', KEYS[2])}\n",
+		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
+		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"
+		"for _, w in ipairs({\n"
+		"    redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 8),\n"
+		"    redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. -now, 'WITHSCORES', 'LIMIT', 0,\n"
+		"               8)}) do\n"
+		"  for i = 1, #w, 2 do\n"
+		"    line[#line + 1] = w[i]\n"
+		"    line[#line + 1] = math.abs(w[i + 1]) - now\n"
+		"  end\n"
+		"end\n"
+		"return {out, line}\n",
 };
 
 /* KEYS[1] a fence counter; ARGV[1] a fence, ARGV[2] the lease in ms. Raises the counter to the

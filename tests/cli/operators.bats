@@ -97,3 +97,56 @@ foreign() {
 	# An empty prefix is none.
 	REDLOCK_PREFIX= run -0 "$RR" job -- true
 }
+
+@test "--status after a --min-hold job finished: kept taken, its command finished, not stuck" {
+	run -0 "$RR" --min-hold 10m job -- true
+	run -75 "$RR" --status job
+	assert_output --regexp "^job is kept taken by --min-hold for another [0-9.]+m?i?n?[0-9.]*s?: the command of $(hostname):[0-9]+ \(taken [0-9.]+m?s ago\) has finished \(fence [0-9]{16}\)$"
+	run -75 "$RR" --status --json job
+	echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+assert o["held"] and o["kept"] and o["process"] is None, o
+assert o["token"].endswith(":kept") and o["pid"] > 0 and 0 <= o["held_ms"] < 600000, o
+assert 590000 < o["ttl_ms"] <= 600000, o'
+	# Still a lock of redlock-run's: others wait for it, and are not told it is foreign.
+	run -75 "$RR" -n job -- true
+}
+
+@test "--status of a holder whose process is gone: says so, and how long ago it took the lock" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" &
+	local holder=$!
+	wait_until 5 test -s "$dir/ready"
+	run -75 "$RR" --status job
+	assert_output --regexp "^job is held by $(hostname):$holder \(taken [0-9.]+m?s ago\) for another [0-9.]+s \(fence [0-9]{16}\)$"
+	kill -KILL "$holder"
+	wait "$holder" || true
+	run -75 "$RR" --status job
+	assert_output --partial "job is held by $(hostname):$holder (taken "
+	assert_output --partial "; that process is gone without releasing it: the lease runs out by itself"
+	run -75 "$RR" --status --json job
+	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
+}
+
+@test "--status lists who waits, exclusive and shared, and how many" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" job -- true &
+	local exclusive=$!
+	"$RR" -s job -- true &
+	local shared=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == 2 ]]; }
+	wait_until 10 in_line
+	run -75 "$RR" --status job
+	assert_line --index 1 "  2 waiting: $(hostname):$exclusive, $(hostname):$shared (shared)"
+	run -75 "$RR" --status --json job
+	echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+assert o["waiting"] == 2, o
+w = o["waiters"]
+assert [x["mode"] for x in w] == ["exclusive", "shared"], w
+assert [x["pid"] for x in w] == [int(sys.argv[1]), int(sys.argv[2])], w
+assert all(0 < x["place_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
+	touch "$dir/go"
+	wait "$holder" "$exclusive" "$shared"
+}
