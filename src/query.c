@@ -73,9 +73,10 @@ query_evictable(const struct eviction *ev)
 	return ev->policy[0] && strcmp(ev->policy, "noeviction") != 0 && ev->limit > 0;
 }
 
-/* One holder of "holders": {"host", "pid", "token", "ttl_ms"}, after a comma unless first. */
+/* The start of a holder's or a waiter's object, {"host", "pid", "token", after a comma unless
+ * it is the first (i = 0): host and pid null for a value redlock-run did not write. */
 static void
-json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
+json_who(FILE *out, size_t i, const char *value)
 {
 	char host[LOCK_HOLDER_MAX];
 	long pid;
@@ -92,34 +93,31 @@ json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
 		fputs(", \"pid\": null", out);
 	fputs(", \"token\": ", out);
 	json_string(out, value);
-	fprintf(out, ", \"ttl_ms\": %lld, \"process\": ", ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
-	if (holder_process(value))
-		fprintf(out, "\"%s\"}", holder_process(value));
+}
+
+/* One holder of "holders": {"host", "pid", "token", "ttl_ms", "process"}. */
+static void
+json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
+{
+	const char *process = holder_process(value);
+
+	json_who(out, i, value);
+	fprintf(out, ", \"ttl_ms\": %lld, \"process\": ",
+		ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
+	if (process)
+		fprintf(out, "\"%s\"}", process);
 	else
 		fputs("null}", out);
 }
 
-/* The line's fields: "waiting", how many, and "waiters", the first of them. */
+/* The line's fields: "waiting", how many, and "waiters", some of them: {"host", "pid",
+ * "token", "mode", "place_ms"}. */
 static void
 json_line(FILE *out, const struct lock_state *st)
 {
-	char host[LOCK_HOLDER_MAX];
-	long pid;
-
 	fprintf(out, ", \"waiting\": %lld, \"waiters\": [", st->waiting);
 	for (size_t i = 0; i < st->nwaiters; i++) {
-		bool ours = lock_parse_holder(st->waiter[i].value, host, sizeof(host), &pid) == 0;
-		fputs(i ? ", {\"host\": " : "{\"host\": ", out);
-		if (ours)
-			json_string(out, host);
-		else
-			fputs("null", out);
-		if (ours)
-			fprintf(out, ", \"pid\": %ld", pid);
-		else
-			fputs(", \"pid\": null", out);
-		fputs(", \"token\": ", out);
-		json_string(out, st->waiter[i].value);
+		json_who(out, i, st->waiter[i].value);
 		fprintf(out, ", \"mode\": \"%s\", \"place_ms\": %lld}",
 			st->waiter[i].shared ? "shared" : "exclusive",
 			(long long)(st->waiter[i].left / NS_PER_MS));
