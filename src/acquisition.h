@@ -22,6 +22,7 @@ struct call {
 	size_t lens[16];
 	int argc;
 	char numkeys[8];
+	char arg[LOCK_VALUE_MAX + 32]; /* backs an argument made for the call (release_call) */
 };
 
 /* Why the nodes that failed a request did: one node's reason as it is, several joined. */
@@ -98,9 +99,8 @@ void call_init(struct call *call, struct script *s, int nkeys, int nargs, const 
 void acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48],
 		  struct call *call);
 
-/* The release script's call for kind_of(l), leaving the lock taken keep ms still (a string
- * that must outlive the call; "0": deleted). */
-void release_call(struct lock *l, const char *keep, struct call *call);
+/* The release script's call for kind_of(l), leaving the lock taken keep ms still (0: deleted). */
+void release_call(struct lock *l, long long keep, struct call *call);
 
 /* Sends the call to node i: by the script's digest, or by its text (which also caches it
  * there) when the server does not know it yet, or when its answer will not be read. */

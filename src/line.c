@@ -110,7 +110,7 @@ abandon_pipelined(struct lock *l, struct nodes *ns, struct acquisition *q)
 {
 	struct call call;
 
-	release_call(l, "0", &call);
+	release_call(l, 0, &call);
 	call_send(ns, 0, &call, TIME_NEVER, -1, true);
 	send_leave(l, ns, 0, LEAVE_DUE(l), -1);
 	q->pipelined = false;

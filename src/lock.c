@@ -98,7 +98,8 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
 	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
 	    !(l->waiting_key = lock_aux_key(key, ":waiting")) ||
-	    !(l->shared_wake_key = lock_aux_key(key, ":wake-shared")))
+	    !(l->shared_wake_key = lock_aux_key(key, ":wake-shared")) ||
+	    !(l->broken_key = lock_aux_key(key, ":broken")))
 		return -1;
 	scripts_init();
 	return 0;
@@ -111,7 +112,8 @@ lock_free(struct lock *l)
 	free(l->wake_key);
 	free(l->waiting_key);
 	free(l->shared_wake_key);
-	l->fence_key = l->wake_key = l->waiting_key = l->shared_wake_key = NULL;
+	free(l->broken_key);
+	l->fence_key = l->wake_key = l->waiting_key = l->shared_wake_key = l->broken_key = NULL;
 }
 
 int64_t
@@ -149,13 +151,13 @@ acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48],
 }
 
 void
-release_call(struct lock *l, const char *keep, struct call *call)
+release_call(struct lock *l, long long keep, struct call *call)
 {
-	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,
-				l->fence_key, l->shared_wake_key, l->value,
-				keep };
+	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,    l->fence_key,
+				l->shared_wake_key, l->broken_key, call->arg };
 
-	call_init(call, kind_of(l)->release, 5, 7, args);
+	snprintf(call->arg, sizeof(call->arg), "%lld:%s", keep, l->value);
+	call_init(call, kind_of(l)->release, 6, 7, args);
 }
 
 void
@@ -477,7 +479,7 @@ send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 {
 	struct call call;
 
-	release_call(l, "0", &call);
+	release_call(l, 0, &call);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
 			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
@@ -1097,21 +1099,38 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 }
 
 /* A renewal's or release's answer (see NOT_OURS): 1 when it renewed or released, 0 when KEY was
- * not ours, -1 when its fence counter was gone as well, -2 for anything else; *up, how long the server has run (s),
- * or -1 when it did not say. */
+ * not ours, -1 when its fence counter was gone as well, -2 for anything else; *up, how long the
+ * server has run (s), or -1 when it did not say. Who broke the lock with --break, when someone
+ * did, goes to l->holder as "broken:HOST:PID". */
 static long long
-released(const struct reply *r, long long *up)
+released(struct lock *l, const struct reply *r, long long *up)
 {
+	const struct reply *mark;
+	size_t len;
+
 	*up = -1;
 	if (reply_type(r) == REPLY_INTEGER)
 		return reply_integer(r) == 1 ? 1 : reply_integer(r) == 0 ? 0 : -1;
-	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 2 ||
+	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 || reply_count(r) > 3 ||
 	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
 	    reply_type(reply_element(r, 1)) != REPLY_INTEGER)
 		return -2;
 	/* (An uptime below 0 is no uptime: found by fuzz/fuzz_reply.) */
 	*up = reply_integer(reply_element(r, 1)) < 0 ? -1 : reply_integer(reply_element(r, 1));
+	if (reply_count(r) == 3 && reply_type(mark = reply_element(r, 2)) == REPLY_STRING) {
+		const char *v = reply_string(mark, &len);
+		snprintf(l->holder, sizeof(l->holder), "broken:%.*s", (int)len, v);
+	}
 	return reply_integer(reply_element(r, 0)) == 0 ? 0 : -1;
+}
+
+bool
+lock_broken_by(const char *value, char *buf, size_t size)
+{
+	if (strncmp(value, "broken:", 7) != 0)
+		return false;
+	snprintf(buf, size, "%s", value + 7);
+	return true;
 }
 
 
@@ -1152,8 +1171,10 @@ read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t
 	const char *v;
 	long long got, up;
 
-	if ((got = released(r, &up)) > -2)
-		return got == 1 ? LOCK_RENEWED
+	l->holder[0] = '\0';
+	if ((got = released(l, r, &up)) > -2)
+		return got == 1                       ? LOCK_RENEWED
+		       : strncmp(l->holder, "broken:", 7) == 0 ? LOCK_TAKEN /* by the breaker */
 		       : lost_with_data(l, address, got, up, sent, TIME_NEVER, false)
 			       ? LOCK_GONE_WITH_DATA
 			       : LOCK_GONE;
@@ -1203,7 +1224,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	char lost[sizeof(l->error)] = "";
 	long long ours = l->fence;
 	char ttl[24], fence[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
-	const char *args[7] = { l->key, l->fence_key, l->value, ttl };
+	const char *args[7] = { l->key, l->fence_key, l->broken_key, l->value, ttl };
 	struct call call, take, raise;
 	struct failures why = { 0 };
 	struct answer a;
@@ -1211,7 +1232,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 
 	ttl_ms(l, ttl, sizeof(ttl));
 	snprintf(fence, sizeof(fence), "%lld", ours);
-	call_init(&call, kind_of(l)->renew, 2, 4, args);
+	call_init(&call, kind_of(l)->renew, 3, 5, args);
 	/* Where we do not hold it, we take it: the run may have been in line there (a grant
 	 * takes it out). */
 	acquire_call(l, false, true, false, acquire, &take);
@@ -1356,20 +1377,21 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0;
 	bool retried[NODES_MAX] = { false };
 	char lost_why[sizeof(l->error)] = "";
-	char ttl[32], keep[24];
+	char ttl[32];
 	struct call call;
 	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
+
+	l->holder[0] = '\0'; /* (a --break's mark, should a node answer with one) */
 	/* A request whose server is gone (a cluster's owner, a Sentinel's master, killed) is
 	 * asked again where it went, for as long as a failover takes: within the lease, and a
 	 * minute at most (the holder's exit waits for it). */
 	int64_t due = time_max(deadline, time_min(l->valid_until, time_add(start, LOCK_OUTAGE)));
 
 	/* Rounded up: never shorter than --min-hold. */
-	snprintf(keep, sizeof(keep), "%lld", (long long)((left + NS_PER_MS - 1) / NS_PER_MS));
-	release_call(l, keep, &call);
+	release_call(l, (long long)((left + NS_PER_MS - 1) / NS_PER_MS), &call);
 	call_send_all(ns, &call, due, intr_fd);
 	for (;;) {
 		res = next_answer(ns, &call, deadline, due, intr_fd, &a);
@@ -1395,7 +1417,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 			failures_add(&why, nodes_error(ns, i));
 			continue;
 		}
-		if ((got = released(a.reply, &up)) > -2) {
+		if ((got = released(l, a.reply, &up)) > -2) {
 			/* Not ours: lost with the server's data while the command ran, or, after a
 			 * request that may have landed, most likely deleted by that request. */
 			if (nodes_holds(ns, i) &&
@@ -1670,4 +1692,82 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state
 		return 0;
 	}
 	return quorum_view(l, ns, node, st);
+}
+
+/* Reads the break script's reply (see script_break) into *b: 0, or -1 with l->error set. */
+static int
+read_breaking(struct lock *l, const char *address, const struct reply *r,
+	      struct lock_breaking *b)
+{
+	size_t n = reply_count(r), len;
+	const struct reply *before;
+	char said[400];
+
+	if (reply_type(r) == REPLY_ERROR && strncmp(reply_string(r, NULL), "FOREIGN ", 8) == 0) {
+		set_error(l, "%s is not a lock on %s: it %s, which redlock-run did not write",
+			  l->key, address, reply_string(r, NULL) + 8);
+		return -1;
+	}
+	if (reply_type(r) != REPLY_ARRAY || n < 1 ||
+	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
+	    (reply_integer(reply_element(r, 0)) == 1 &&
+	     (n < 5 || reply_type(reply_element(r, 1)) != REPLY_STRING ||
+	      reply_type(reply_element(r, 3)) != REPLY_INTEGER ||
+	      reply_type(reply_element(r, 4)) != REPLY_INTEGER))) {
+		set_error(l, "%s refused to break %s: %s", address, l->key,
+			  refusal(r, said, sizeof(said)));
+		return -1;
+	}
+	b->answered = true;
+	b->before = b->fence = -1;
+	if (!(b->broke = reply_integer(reply_element(r, 0)) == 1))
+		return 0;
+	b->fence = atoll(reply_string(reply_element(r, 1), NULL));
+	before = reply_element(r, 2);
+	b->before = reply_type(before) == REPLY_STRING ? atoll(reply_string(before, NULL)) : -1;
+	b->left = ttl_ns(reply_integer(reply_element(r, 3)));
+	b->holders = (size_t)time_max(reply_integer(reply_element(r, 4)), 0);
+	if (n > 5 && reply_type(reply_element(r, 5)) == REPLY_STRING) {
+		const char *v = reply_string(reply_element(r, 5), &len);
+		snprintf(b->holder, sizeof(b->holder), "%.*s", (int)len, v);
+	}
+	return 0;
+}
+
+int
+lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
+	   struct lock_breaking *node)
+{
+	const char *args[7] = { l->key,		    l->wake_key,   l->waiting_key, l->fence_key,
+				l->shared_wake_key, l->broken_key, by };
+	size_t answered = 0;
+	struct failures why = { 0 };
+	struct call call;
+	struct answer a;
+
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		memset(&node[i], 0, sizeof(node[i]));
+		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
+			 nodes_address(ns, i));
+	}
+	call_init(&call, &script_break, 6, 7, args);
+	call_send_all(ns, &call, deadline, -1);
+	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
+		struct lock_breaking *b = &node[a.node];
+		if (a.result != CONN_OK)
+			snprintf(b->error, sizeof(b->error), "%s", nodes_error(ns, a.node));
+		else if (read_breaking(l, nodes_address(ns, a.node), a.reply, b) < 0)
+			snprintf(b->error, sizeof(b->error), "%.299s", l->error);
+		answered += b->answered;
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	nodes_cancel(ns);
+	if (answered >= nodes_quorum(ns))
+		return 0;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (!node[i].answered)
+			failures_add(&why, node[i].error);
+	set_quorum_error(l, ns, &why);
+	return -1;
 }

@@ -23,6 +23,7 @@ struct lock {
 	char *wake_key;             /* the list a release pushes a wake-up to */
 	char *waiting_key;          /* the waiters registered for a wake-up */
 	char *shared_wake_key;      /* the list that wakes shared waiters */
+	char *broken_key;           /* who broke whose lock (--break), for their renewals */
 	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
@@ -196,6 +197,26 @@ int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_s
 /* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
  * release has ":kept" after them); -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
+
+/* What --break did on one node. */
+struct lock_breaking {
+	bool answered; /* else error says why */
+	char error[300];
+	bool broke;                   /* someone held KEY there, and no longer does */
+	long long fence, before;      /* the fence now, and the one before (-1: none) */
+	int64_t left;                 /* what was left of the broken holders' leases (ns) */
+	size_t holders;               /* how many held it */
+	char holder[LOCK_HOLDER_MAX]; /* the first of them */
+};
+
+/* Breaks the lock on every node (script_break), saying it was broken by `by` ("HOST:PID"):
+ * each node's outcome into node[i]. 0 once a quorum answered, else -1 with l->error set. */
+int lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
+	       struct lock_breaking *node);
+
+/* Whether a holder's value, as a renewal or a release that lost the lock reports it, says that
+ * the lock was broken with --break ("broken:HOST:PID"): then buf holds who broke it, "HOST:PID". */
+bool lock_broken_by(const char *value, char *buf, size_t size);
 
 /* "host:pid" for a value written by redlock-run, else the value itself, made printable. */
 const char *lock_describe_holder(const char *value, char *buf, size_t size);

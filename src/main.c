@@ -112,7 +112,7 @@ static void
 release(struct lock *l, struct nodes *ns, struct outcome *out)
 {
 	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
-	char ttl[32];
+	char ttl[32], by[LOCK_HOLDER_MAX];
 
 	l->valid_until = out->lost ? 0 : out->lease_end; /* as the last renewal left it */
 
@@ -129,6 +129,13 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	case LOCK_RELEASE_GONE:
 		if (out->lost)
 			break;
+		if (lock_broken_by(l->holder, by, sizeof(by))) {
+			msg_error("lost the lock on %s: it was broken by %s (redlock-run --break) "
+				  "before the command ended",
+				  l->key, by);
+			*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+			break;
+		}
 		if (l->answered_at >= out->lease_end) {
 			msg_warn("released %s late: the server answered after the lease had run "
 				 "out, and the key was gone (expired meanwhile, most likely); the "
@@ -229,8 +236,8 @@ main(int argc, char *argv[])
 		if (o.tls.insecure)
 			msg_info("--insecure: the server's certificate is not verified");
 	}
-	if (o.status) {
-		int status = query_status(&o);
+	if (o.status || o.brk) {
+		int status = o.brk ? query_break(&o) : query_status(&o);
 		opts_free(&o);
 		return status;
 	}

@@ -18,6 +18,8 @@ enum {
 	OPT_MAX_HOLD,
 	OPT_STATUS,
 	OPT_JSON,
+	OPT_BREAK,
+	OPT_YES,
 	OPT_CACERT,
 	OPT_CACERTDIR,
 	OPT_CERT,
@@ -52,6 +54,8 @@ static const struct option long_options[] = {
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "break", no_argument, NULL, OPT_BREAK },
+	{ "yes", no_argument, NULL, OPT_YES },
 	{ "cacert", required_argument, NULL, OPT_CACERT },
 	{ "cacertdir", required_argument, NULL, OPT_CACERTDIR },
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -113,6 +117,10 @@ opts_print_help(FILE *out)
 		"      --status               say who holds KEY, for how long, with which fence;",
 		"                             exit 0 if it is free, the conflict status if held",
 		"      --json                 with --status: one JSON object",
+		"      --break                end KEY's lock on purpose: its holders are stopped",
+		"                             at their next renewal (76), its fence moves on,",
+		"                             the next waiter gets it; asks first on a terminal",
+		"      --yes                  with --break: do not ask",
 		"      --cacert FILE          rediss://: trust the CAs in FILE, not the system's",
 		"      --cacertdir DIR        rediss://: trust the CAs in DIR",
 		"      --cert FILE, --key FILE",
@@ -616,6 +624,12 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			if (!take_duration("--min-hold", optarg, &o->min_hold, err, size))
 				return OPTS_USAGE_ERROR;
 			break;
+		case OPT_BREAK:
+			o->brk = true;
+			break;
+		case OPT_YES:
+			o->yes = true;
+			break;
 		case OPT_STATUS:
 			o->status = true;
 			break;
@@ -725,9 +739,14 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			o->key, o->key);
 	if (o->json && !o->status)
 		return usage_error(err, size, "--json goes with --status");
-	if (o->status && (shell_string || optind + 1 < argc))
-		return usage_error(err, size, "--status takes a KEY and no COMMAND");
-	if (!o->status && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
+	if (o->brk && o->status)
+		return usage_error(err, size, "--break and --status: one or the other");
+	if (o->yes && !o->brk)
+		return usage_error(err, size, "--yes goes with --break");
+	if ((o->status || o->brk) && (shell_string || optind + 1 < argc))
+		return usage_error(err, size, "--%s takes a KEY and no COMMAND",
+				   o->brk ? "break" : "status");
+	if (!o->status && !o->brk && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
 					size) != OPTS_RUN)
 		return OPTS_USAGE_ERROR;
 

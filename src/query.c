@@ -505,3 +505,99 @@ query_status(const struct opts *o)
 	free(s);
 	return status;
 }
+
+/* Asks the user on the terminal whether to break the lock that --status just described. */
+static bool
+confirmed(const char *key)
+{
+	char answer[16];
+
+	fprintf(stderr, "break %s? [y/N] ", key);
+	fflush(stderr);
+	if (!fgets(answer, sizeof(answer), stdin))
+		return false;
+	return strcmp(answer, "y\n") == 0 || strcmp(answer, "yes\n") == 0 ||
+	       strcmp(answer, "Y\n") == 0;
+}
+
+/* "broke KEY, held by HOLDER (taken T ago, L of its lease left): fence F, now G", or "KEY was
+ * free: nothing to break", after prefix. */
+static void
+text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_breaking *b)
+{
+	char who[LOCK_HOLDER_MAX], left[32], held[32], since[48] = "";
+
+	if (!b->broke) {
+		fprintf(out, "%s%s was free: nothing to break\n", prefix, key);
+		return;
+	}
+	lock_describe_holder(b->holder, who, sizeof(who));
+	/* The fences are the server's clock in µs, when each was taken: held that long. */
+	if (b->before > 1000000000000000LL && b->fence > b->before)
+		snprintf(since, sizeof(since), "taken %s ago, ",
+			 duration_format((int64_t)((b->fence - b->before) / 1000) * NS_PER_MS, held,
+					 sizeof(held)));
+	if (b->holders > 1)
+		fprintf(out, "%sbroke %s, held by %s and %zu more (%s%s of the leases left): ", prefix,
+			key, who, b->holders - 1, since,
+			duration_format(b->left, left, sizeof(left)));
+	else
+		fprintf(out, "%sbroke %s, held by %s (%s%s of its lease left): ", prefix, key, who,
+			since, duration_format(b->left, left, sizeof(left)));
+	if (b->before >= 0)
+		fprintf(out, "fence %lld, now %lld\n", b->before, b->fence);
+	else
+		fprintf(out, "fence now %lld\n", b->fence);
+}
+
+int
+query_break(const struct opts *o)
+{
+	struct lock l;
+	struct lock_breaking node[NODES_MAX];
+	struct nodes *ns;
+	char by[300], here[256] = "";
+	int status = 0;
+
+	if (!o->yes) {
+		if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+			msg_error("--break %s: nobody to ask here (not a terminal); add --yes to "
+				  "break it",
+				  o->key);
+			return STATUS_USAGE;
+		}
+		/* What is about to be broken, said first, as --status says it. */
+		status = query_status(o);
+		if (status == STATUS_UNAVAILABLE)
+			return status;
+		if (status == 0) {
+			printf("%s: nothing to break\n", o->key);
+			return 0;
+		}
+		if (!confirmed(o->key)) {
+			msg_error("%s: not broken", o->key);
+			return 1;
+		}
+	}
+	if (lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
+		msg_fatal(STATUS_OSERR, "cannot set up the break");
+	gethostname(here, sizeof(here) - 1);
+	snprintf(by, sizeof(by), "%s:%ld", here, (long)getpid());
+	if (lock_break(&l, ns, by, clock_now() + time_min(l.io_timeout, o->connect_timeout), node) <
+	    0) {
+		msg_error("%s", l.error);
+		status = STATUS_UNAVAILABLE;
+	}
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		char prefix[320] = "";
+		if (nodes_count(ns) > 1)
+			snprintf(prefix, sizeof(prefix), "on %s: ", nodes_address(ns, i));
+		if (node[i].answered)
+			text_breaking(stdout, prefix, o->key, &node[i]);
+		else if (nodes_count(ns) > 1 || status == 0)
+			fprintf(stdout, "%scannot break %s: %s\n", prefix, o->key, node[i].error);
+	}
+	nodes_free(ns);
+	lock_free(&l);
+	return status ? status : 0;
+}

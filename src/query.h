@@ -14,6 +14,14 @@
 /* Answers --status for o->key on standard output; returns the exit status. */
 int query_status(const struct opts *o);
 
+/*
+ * --break: ends o->key's lock on purpose (see lock_break), once confirmed: with --yes, or, on a
+ * terminal, by the user's "y" after its --status. Says what it broke on standard output.
+ * Returns 0 (broken, or nothing to break), 1 when the user said no, 64 without --yes where
+ * nobody can be asked, 69 when Redis cannot be asked or KEY is not a lock.
+ */
+int query_break(const struct opts *o);
+
 /* What the server's INFO says about evicting keys: a lock key has a TTL, so any policy but
  * noeviction may delete it under memory pressure. */
 struct eviction {

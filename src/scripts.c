@@ -2,6 +2,11 @@
 
 #include <string.h>
 
+/* The scripts are Lua text, some of them longer than the 4095 characters that C guarantees a
+ * string literal (-Woverlength-strings): GCC and Clang, which build redlock-run, take literals
+ * of any length. */
+#pragma GCC diagnostic ignored "-Woverlength-strings"
+
 #include "lock.h"
 #include "util.h"
 
@@ -68,14 +73,16 @@
 	"    string.match(info, 'run_id:(%x+)') or ''\n"                                           \
 	"end\n"
 
-/* A renewal's or release's answer when KEY is gone: {0, or -1 when its fence counter (a key) is
- * gone as well, how long the server has run (s; -1 when INFO is refused)}. The uptime tells a key
- * lost in a restart while the command ran from one that expired, or that our own earlier request
- * deleted. */
-#define NOT_OURS(fence)                                                                            \
+/* A renewal's or release's answer when KEY is not ours: {0, or -1 when its fence counter (a key)
+ * is gone as well, how long the server has run (s; -1 when INFO is refused), and who broke the
+ * lock from under us with --break ("HOST:PID", from `broken`, a key: see script_break), if
+ * anyone did}. The uptime tells a key lost in a restart while the command ran from one that
+ * expired, or that our own earlier request deleted. */
+#define NOT_OURS(fence, broken, me)                                                                \
 	"  local info = redis.pcall('INFO', 'server')\n"                                           \
 	"  return {redis.call('EXISTS', " fence ") == 1 and 0 or -1, type(info) == 'string' and\n" \
-	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1}\n"
+	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1,\n"                    \
+	"    redis.call('HGET', " broken ", " me ")}\n"
 
 /* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE:AGE", five numbers in one argument
  * (which leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff`
@@ -183,11 +190,11 @@
 #define TAKE                                                                                       \
 	"local function take()\n"                                                                  \
 	"  local old = redis.pcall('SET', KEYS[1], me, 'NX', 'PX', ttl, 'GET')\n"                  \
-	"  if type(old) ~= 'table' or string.find(old.err, 'WRONGTYPE', 1, true) then\n"           \
-	"    return old\n"                                                                         \
+	"  if type(old) == 'table' and not string.find(old.err, 'WRONGTYPE', 1, true) then\n"     \
+	"    if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then return false end\n"           \
+	"    old = redis.pcall('GET', KEYS[1])\n"                                                  \
 	"  end\n"                                                                                  \
-	"  if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then return false end\n"             \
-	"  return redis.pcall('GET', KEYS[1])\n"                                                   \
+	"  return old\n"                                                                           \
 	"end\n"
 
 /*
@@ -249,9 +256,10 @@ static struct script script_acquire = {
 	"  redis.call('PEXPIRE', KEYS[2], math.max(tonumber(ARGV[2]), " FENCE_KEEP_MS "))\n"
 
 /*
- * KEYS[1] the lock, KEYS[2] its fence counter; ARGV[1] our value, ARGV[2] the TTL in ms.
- * Returns 1 when the lease was extended; otherwise says what became of the lock: the new
- * holder's value (a shared one's, if shared holders took it), or as NOT_OURS says.
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the breakers (see script_break); ARGV[1]
+ * our value, ARGV[2] the TTL in ms. Returns 1 when the lease was extended; otherwise says what
+ * became of the lock: the new holder's value (a shared one's, if shared holders took it), or
+ * as NOT_OURS says (always, when it was broken).
  */
 static struct script script_renew = {
 	.writes = true,
@@ -260,9 +268,10 @@ static struct script script_renew = {
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" KEEP_FENCE
 		"  return 1\n"
 		"end\n"
-		"if type(holder) == 'table' then return redis.call('ZRANGE', KEYS[1], -1, -1)[1] "
-		"end\n"
-		"if holder then return holder end\n" NOT_OURS("KEYS[2]"),
+		"if not redis.call('HGET', KEYS[3], ARGV[1]) then\n"
+		"  if type(holder) == 'table' then return redis.call('ZRANGE', KEYS[1], -1, -1)[1] end\n"
+		"  if holder then return holder end\n"
+		"end\n" NOT_OURS("KEYS[2]", "KEYS[3]", "ARGV[1]"),
 };
 
 /*
@@ -286,19 +295,26 @@ static struct script script_renew = {
 
 /*
  * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
- * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] how long the lock must
- * stay taken still, in ms (--min-hold), or 0. Returns 1 when deleted, or left to expire then as
+ * KEYS[5] the shared waiters' wake list, KEYS[6] the breakers (see script_break); ARGV[1]
+ * "KEEP:VALUE": how long the lock must stay taken still, in ms (--min-hold), or 0, and our value
+ * (one argument: with six keys, a call stays within ten arguments, see ARGS). Returns 1 when
+ * deleted, or left to expire then as
  * our value and ":kept" (which says that the command has finished: --status tells it, and a
  * release asked again finds it ours); when not ours, as NOT_OURS says.
  *
  * Deleting wakes the waiters (see WAKE). Left to expire, the lock wakes them too, and they
  * then block only until it expires.
  */
+#define RELEASE_ARGS                                                                               \
+	"local keep, me = string.match(ARGV[1], '^(%d+):(.*)$')\n"                                 \
+	"keep = tonumber(keep)\n"
+
 static struct script script_release = {
-	.text = "local v = redis.pcall('GET', KEYS[1])\n"
-		"if v ~= ARGV[1] and v ~= ARGV[1] .. ':kept' then\n" NOT_OURS("KEYS[4]") "end\n"
-		"if tonumber(ARGV[2]) > 0 then\n"
-		"  redis.call('SET', KEYS[1], ARGV[1] .. ':kept', 'PX', ARGV[2])\n"
+	.text = RELEASE_ARGS "local v = redis.pcall('GET', KEYS[1])\n"
+			     "if v ~= me and v ~= me .. ':kept' then\n" NOT_OURS(
+				     "KEYS[4]", "KEYS[6]", "me") "end\n"
+		"if keep > 0 then\n"
+		"  redis.call('SET', KEYS[1], me .. ':kept', 'PX', keep)\n"
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
@@ -420,14 +436,17 @@ static struct script script_shared_acquire = {
 static struct script script_sem_renew = {
 	.writes = true,
 	.text = NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"
-		    "if type(score) == 'table' then return redis.call('GET', KEYS[1]) end\n"
+		    "local broken = redis.call('HGET', KEYS[3], ARGV[1])\n"
+		    "if type(score) == 'table' and not broken then return redis.call('GET', KEYS[1]) end\n"
+		    "if broken then score = nil end\n"
 		    "if score and tonumber(score) > now then\n"
 		    "  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
 		    "  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 		    "  redis.call('PEXPIREAT', KEYS[1], last[2])\n" KEEP_FENCE
 		    "  return 1\n"
 		    "end\n"
-		    "if score then redis.call('ZREM', KEYS[1], ARGV[1]) end\n" NOT_OURS("KEYS[2]"),
+		    "if type(score) == 'string' then redis.call('ZREM', KEYS[1], ARGV[1]) end\n"
+		    NOT_OURS("KEYS[2]", "KEYS[3]", "ARGV[1]"),
 };
 
 /*
@@ -435,13 +454,13 @@ static struct script script_sem_renew = {
  * --min-hold); the key goes with its last holder.
  */
 #define LEAVE_PLACE                                                                                \
-	NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"                              \
-	    "if type(score) ~= 'string' or tonumber(score) <= now then\n" NOT_OURS("KEYS[4]") "end\n"          \
-	    "local keep = tonumber(ARGV[2])\n"                                                     \
+	RELEASE_ARGS NOW "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                      \
+	    "if type(score) ~= 'string' or tonumber(score) <= now then\n"                          \
+	    NOT_OURS("KEYS[4]", "KEYS[6]", "me") "end\n"                                           \
 	    "if keep > 0 then\n"                                                                   \
-	    "  redis.call('ZADD', KEYS[1], now + keep, ARGV[1])\n"                                 \
+	    "  redis.call('ZADD', KEYS[1], now + keep, me)\n"                                      \
 	    "else\n"                                                                               \
-	    "  redis.call('ZREM', KEYS[1], ARGV[1])\n"                                             \
+	    "  redis.call('ZREM', KEYS[1], me)\n"                                                  \
 	    "end\n"                                                                                \
 	    "local live = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"                        \
 	    "if live == 0 then\n"                                                                  \
@@ -521,6 +540,45 @@ struct script script_query = {
 		"return {out, line}\n",
 };
 
+/*
+ * --break: ends a lock on purpose. KEYS as the release's (the lock, the wake list, the line, the
+ * fence counter, the shared waiters' wake list, the breakers); ARGV[1] who breaks it,
+ * "HOST:PID".
+ *
+ * KEY goes, and each of its holders' values is recorded in the breakers (a hash, KEYS[6]) with
+ * who broke the lock, for as long as their leases could last: their renewals and releases find
+ * it there and say so (see NOT_OURS). The fence moves on, past the broken holders', as an
+ * acquisition moves it (see FENCE), so that a fenced resource refuses what they still send; and
+ * the line is woken, as by a release. Returns {1, the new fence, the fence before, the ms the
+ * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
+ * holds KEY; an error "FOREIGN what" when KEY is not a lock (see ALIEN).
+ */
+struct script script_break = {
+	.writes = true,
+	.text = CLOCK ALIEN "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
+		"if kind == 'none' then return {0} end\n"
+		"local what = alien()\n"
+		"if what then return foreign(what) end\n"
+		"if kind == 'string' then\n"
+		"  holders[1] = redis.call('GET', KEYS[1])\n"
+		"else\n"
+		"  holders = redis.call('ZRANGEBYSCORE', KEYS[1], clock() + 1, '+inf')\n"
+		"  if #holders == 0 then return {0} end\n"
+		"end\n"
+		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
+		"local before = redis.call('GET', KEYS[4]) or false\n"
+		"redis.call('DEL', KEYS[1])\n"
+		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, ARGV[1]) end\n"
+		"if redis.call('PTTL', KEYS[6]) < ttl then redis.call('PEXPIRE', KEYS[6], ttl) end\n"
+		"local t = redis.call('TIME')\n"
+		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"
+		"redis.call('SET', KEYS[4], string.format('%.0f', f), 'PX',\n"
+		"           math.max(ttl, " FENCE_KEEP_MS "))\n" WAKE
+		"local out = {1, string.format('%.0f', f), before, ttl, #holders}\n"
+		"for i = 1, math.min(#holders, 16) do out[#out + 1] = holders[i] end\n"
+		"return out\n",
+};
+
 /* KEYS[1] a fence counter; ARGV[1] a fence, ARGV[2] the lease in ms. Raises the counter to the
  * fence if it is lower, never lowers it, and keeps it as an acquisition does (see FENCE).
  * Returns 1. */
@@ -537,7 +595,7 @@ struct script script_fence = {
 static struct script *const scripts[] = {
 	&script_acquire,   &script_renew,       &script_release, &script_sem_acquire,
 	&script_sem_renew, &script_sem_release, &script_query,   &script_shared_acquire,
-	&script_leave,     &script_fence,
+	&script_leave,     &script_fence,       &script_break,
 };
 
 const struct kind kind_exclusive = { &script_acquire, &script_renew, &script_release };

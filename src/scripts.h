@@ -29,6 +29,7 @@ extern const struct kind kind_shared;    /* --shared: the same, which a lock wai
 extern struct script script_query; /* who holds KEY, read-only */
 extern struct script script_fence; /* raises a fence counter */
 extern struct script script_leave; /* a waiter leaves the line */
+extern struct script script_break; /* --break: ends a lock on purpose */
 
 /* Fills in the scripts' digests (computed at build time). */
 void scripts_init(void);

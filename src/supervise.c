@@ -176,6 +176,12 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	}
 	switch (ev->how) {
 	case LOCK_TAKEN:
+		if (lock_broken_by(ev->detail, holder, sizeof(holder))) {
+			msg_error("lost the lock on %s: it was broken by %s (redlock-run --break); "
+				  "%s",
+				  key, holder, action(s->on_lost));
+			break;
+		}
 		msg_error("lost the lock on %s: it is held by %s now%s%s; %s", key,
 			  lock_describe_holder(ev->detail, holder, sizeof(holder)),
 			  ev->cause[0] ? ", after " : "", ev->cause, action(s->on_lost));

@@ -101,7 +101,8 @@ reap() {
 # The commands a Redis user needs, as the man page's LEAST PRIVILEGE section lists them
 # (docs.bats checks that it does).
 LOCKER_COMMANDS=(+evalsha +eval +blpop +get +set +pexpire +pttl +del +exists +incr +time +zadd
-	+zrem +zremrangebyscore +rpush +type +zscore +zcard +zcount +zrange +zrangebyscore +pexpireat)
+	+zrem +zremrangebyscore +rpush +type +zscore +zcard +zcount +zrange +zrangebyscore +pexpireat
+	+hget +hset)
 
 # The fixture most files share: one server per file, empty before each test, REDLOCK_URL
 # pointing at it, and $dir for the test's own files. With REDLOCK_TEST_AS_LOCKER set (meson's

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # For the people on call (issue 24): a KEY that is not a lock is said so at once, never waited
-# on for ever, and --prefix keeps a team's locks in a namespace of their own.
+# on for ever; --prefix keeps a team's locks in a namespace of their own; --status tells the
+# truth about a lock; --break ends one on purpose.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -15,6 +16,11 @@ teardown_file() {
 
 setup() {
 	main_server_reset
+}
+
+# The quorum's servers, which a scenario starts, are stopped whatever becomes of it.
+teardown() {
+	quorum_stop
 }
 
 # foreign TYPE: makes the key "app" hold something redlock-run did not write, of that kind, and
@@ -149,4 +155,85 @@ assert [x["pid"] for x in w] == [int(sys.argv[1]), int(sys.argv[2])], w
 assert all(0 < x["place_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
 	touch "$dir/go"
 	wait "$holder" "$exclusive" "$shared"
+}
+
+@test "--break: the holder stops at its next renewal with 76, naming the breaker; the next waiter gets it at once" {
+	"$RR" -t 10s job -c "echo \$REDLOCK_FENCE > $dir/holder-fence; exec sleep 60" 2>"$dir/holder.err" &
+	local holder=$!
+	wait_until 5 test -s "$dir/holder-fence"
+	"$RR" job -c "echo \$REDLOCK_FENCE > $dir/waiter-fence" &
+	local waiter=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == 1 ]]; }
+	wait_until 5 in_line
+	local expires
+	expires=$(rcli pexpiretime job)
+	run -0 "$RR" --break --yes job
+	assert_output --regexp "^broke job, held by $(hostname):$holder \(taken [0-9.]+m?s ago, [0-9.]+s of its lease left\): fence $(cat "$dir/holder-fence"), now [0-9]{16}$"
+	local broken=${output##* }
+	reap "$waiter"
+	assert_equal "$status" 0
+	# Woken by the break, long before the broken lease would have run out; its fence past
+	# the one the break moved on to.
+	local waited=$(cat "$dir/waiter-fence")
+	((waited > broken && waited / 1000 < expires))
+	reap "$holder"
+	assert_equal "$status" 76
+	run cat "$dir/holder.err"
+	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
+}
+
+@test "--break asks first: off a terminal without --yes it is refused, and nothing is broken" {
+	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -64 "$RR" --break job </dev/null
+	assert_output --partial "--break job: nobody to ask here (not a terminal); add --yes to break it"
+	run -75 "$RR" --status job
+	run -64 "$RR" --yes job -- true
+	run -64 "$RR" --break --status job
+	run -64 "$RR" --break --yes job -- true
+	touch "$dir/go"
+	wait "$holder"
+}
+
+@test "--break: every holder of a semaphore, a kept lock at once, nothing of a free one, 69 for a foreign key" {
+	"$RR" -t 3s -l 2 sem -- sleep 60 2>"$dir/a.err" &
+	local a=$!
+	"$RR" -t 3s -l 2 sem -- sleep 60 2>"$dir/b.err" &
+	local b=$!
+	full() { [[ $(rcli zcard sem) == 3 ]]; }
+	wait_until 5 full
+	run -0 "$RR" --break --yes sem
+	assert_output --partial "broke sem, held by $(hostname):"
+	assert_output --partial " and 1 more ("
+	reap "$a"
+	assert_equal "$status" 76
+	reap "$b"
+	assert_equal "$status" 76
+	grep -q "it was broken by $(hostname):" "$dir/a.err"
+	# A lock --min-hold keeps is free again, for anyone.
+	run -0 "$RR" --min-hold 10m kept -- true
+	run -0 "$RR" --break --yes kept
+	assert_output --partial "broke kept, held by $(hostname):"
+	run -0 "$RR" -n kept -- true
+	run -0 "$RR" --break --yes free
+	assert_output "free was free: nothing to break"
+	rcli set app hello >/dev/null
+	run -69 "$RR" --break --yes app
+	assert_output --partial 'app is not a lock on'
+	assert_equal "$(rcli get app)" hello
+}
+
+@test "--break over a quorum breaks the lock on every server" {
+	quorum_start 3
+	"$RR" -t 10s job -- sleep 60 2>"$dir/holder.err" &
+	local holder=$!
+	on_all() { local i; for i in 1 2 3; do held_on "q$i" job || return 1; done; }
+	wait_until 10 on_all
+	run -0 "$RR" --break --yes job
+	assert_equal "$(grep -c "^on 127.0.0.1:[0-9]*: broke job, held by $(hostname):$holder " <<<"$output")" 3
+	for i in 1 2 3; do free_on "q$i" job; done
+	reap "$holder"
+	assert_equal "$status" 76
+	run -0 "$RR" -n job -- true
 }
