@@ -44,10 +44,11 @@ printed(void (*print)(FILE *, const struct status *), const char *key, const str
 int
 main(void)
 {
-	struct lock_state never = { .held = false, .fence = -1 };
-	struct lock_state free_now = { .held = false, .fence = 17 };
-	struct lock_state held = { .held = true, .ttl = 12300 * NS_PER_MS, .fence = 18 };
-	struct lock_state by_hand = { .held = true, .ttl = -1, .fence = -1 };
+	struct lock_state never = { .held = false, .fence = -1, .held_for = -1 };
+	struct lock_state free_now = { .held = false, .fence = 17, .held_for = -1 };
+	struct lock_state held = { .held = true, .ttl = 12300 * NS_PER_MS, .fence = 18,
+				   .held_for = -1 };
+	struct lock_state by_hand = { .held = true, .ttl = -1, .fence = -1, .held_for = -1 };
 
 	snprintf(held.value, sizeof(held.value), "0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242");
 	snprintf(by_hand.value, sizeof(by_hand.value), "x\"y\\z\ttab\x01\xff\xc3\xa9");
@@ -62,32 +63,66 @@ main(void)
 	CHECK_STR(as_json("job", &never),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": null, \"mode\": \"exclusive\", \"limit\": 1, \"holders\": [], "
-		  "\"maxmemory_policy\": null, \"evictable\": null");
+		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"holders\": [], \"maxmemory_policy\": null, \"evictable\": null");
 	CHECK_STR(as_json("job", &free_now),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": 17, \"mode\": \"exclusive\", "
+		  "\"fence\": 17, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [], \"maxmemory_policy\": null, "
 		  "\"evictable\": null");
 	CHECK_STR(as_json("deploy:prod", &held),
 		  "{\"key\": \"deploy:prod\", \"held\": true, \"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300, \"fence\": 18, \"mode\": \"exclusive\", \"limit\": 1, "
-		  "\"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
+		  "\"ttl_ms\": 12300, \"fence\": 18, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", "
+		  "\"limit\": 1, \"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300}], \"maxmemory_policy\": null, \"evictable\": null");
+		  "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": null, "
+		  "\"evictable\": null");
 	/* quotes and backslashes escaped, control characters as \u, a stray byte as U+FFFD,
 	 * valid UTF-8 (é) kept */
 	CHECK_STR(as_json("k\"1", &by_hand),
 		  "{\"key\": \"k\\\"1\", \"held\": true, \"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"fence\": null, \"mode\": \"exclusive\", \"limit\": 1, \"holders\": "
-		  "[{\"host\": null, \"pid\": null, "
-		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1}], "
+		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"holders\": [{\"host\": null, \"pid\": null, "
+		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
+		  "\"process\": null}], "
 		  "\"maxmemory_policy\": null, \"evictable\": null");
+	/* Taken a while ago, kept by --min-hold after its command, and a line. */
+	struct lock_state kept = held;
+	kept.held_for = 65 * NS_PER_S;
+	kept.kept = true;
+	snprintf(kept.value, sizeof(kept.value),
+		 "0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242:kept");
+	CHECK_STR(as_text("job", &kept), "job is kept taken by --min-hold for another 12.3s: the "
+					 "command of web-3:4242 (taken 1m5s ago) has finished "
+					 "(fence 18)\n");
+	struct lock_state line = held;
+	line.held_for = 2 * NS_PER_S;
+	line.waiting = 3;
+	line.waiting_shared = 1;
+	line.nwaiters = 2;
+	snprintf(line.waiter[0].value, sizeof(line.waiter[0].value),
+		 "11111111-2222-3333-4444-555555555555:web-4:77");
+	line.waiter[0].left = 13 * NS_PER_S;
+	snprintf(line.waiter[1].value, sizeof(line.waiter[1].value),
+		 "11111111-2222-3333-4444-555555555556:web-5:78");
+	line.waiter[1].shared = true;
+	line.waiter[1].left = 14 * NS_PER_S;
+	CHECK_STR(as_text("job", &line),
+		  "job is held by web-3:4242 (taken 2s ago) for another 12.3s (fence 18)\n"
+		  "  3 waiting: web-4:77, web-5:78 (shared) and 1 more\n");
+	CHECK(strstr(as_json("job", &line),
+		     "\"held_ms\": 2000, \"kept\": false, \"process\": null, \"waiting\": 3, "
+		     "\"waiters\": [{\"host\": \"web-4\", \"pid\": 77, \"token\": "
+		     "\"11111111-2222-3333-4444-555555555555:web-4:77\", \"mode\": \"exclusive\", "
+		     "\"place_ms\": 13000}, {\"host\": \"web-5\", \"pid\": 78, \"token\": "
+		     "\"11111111-2222-3333-4444-555555555556:web-5:78\", \"mode\": \"shared\", "
+		     "\"place_ms\": 14000}]") != NULL);
+	CHECK(strstr(as_json("job", &kept), "\"kept\": true, \"process\": null,") != NULL);
 	/* truncated and overlong sequences are not UTF-8 either */
-	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1 };
+	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1, .held_for = -1 };
 	snprintf(bad.value, sizeof(bad.value), "\xe2\x82|\xc0\xaf|\xf0\x9f\x98\x80");
 	CHECK(strstr(as_json("k", &bad),
 		     "\"token\": \"\\ufffd\\ufffd|\\ufffd\\ufffd|\xf0\x9f\x98\x80\"") != NULL);
@@ -145,7 +180,8 @@ main(void)
 	f = fmemopen(out, sizeof(out), "w");
 	query_print_json(f, &three);
 	fclose(f);
-	CHECK(strstr(out, "\"ttl_ms\": 12300}], \"maxmemory_policy\": \"volatile-lru\", "
+	CHECK(strstr(out, "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": "
+			  "\"volatile-lru\", "
 			  "\"evictable\": true, \"quorum\": 2, \"nodes\": [{\"address\": "
 			  "\"10.0.0.1:6379\", \"reachable\": true, \"held\": true,") != NULL);
 	CHECK(strstr(out, "{\"address\": \"10.0.0.3:6379\", \"reachable\": false, \"error\": "
