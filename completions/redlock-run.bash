@@ -140,7 +140,7 @@ _redlock_run()
 		--on-lost --grace --max-hold --min-hold --cacert --cacertdir --cert --key --sni
 		--password-file --wait-replicas --connect-timeout --prefix)
 	local long_flag=(--nonblock --nb --nonblocking --shared --exclusive --status --json
-		--break --yes --insecure --verbose --quiet --help --version)
+		--break --yes --list --insecure --verbose --quiet --help --version)
 	local short_value=(-r -t -w -E -c -l) short_flag=(-n -s -x -e -v -q -h -V)
 	local args at i opt inline key=0 dashdash=false status=false shell=false command word
 	_redlock_run_words
@@ -154,7 +154,7 @@ _redlock_run()
 				((i++))
 				((i == last)) && { _redlock_run_value "$opt"; return; }
 			fi
-			[[ $opt == --status || $opt == --break ]] && status=true
+			[[ $opt == --status || $opt == --break || $opt == --list ]] && status=true
 			[[ $opt == --command ]] && shell=true
 		else
 			key=$i

@@ -10,7 +10,7 @@ function __redlock_run_where
 	set -l long_value redis ttl wait timeout conflict-exit-code command limit on-lost grace \
 		max-hold min-hold cacert cacertdir cert key sni password-file wait-replicas \
 		connect-timeout prefix
-	set -l long_flag nonblock nb nonblocking shared exclusive status json break yes insecure \
+	set -l long_flag nonblock nb nonblocking shared exclusive status json break yes list insecure \
 		verbose quiet help version
 	set -l words (commandline -opc)[2..-1]
 	set -l n (count $words)
@@ -30,7 +30,7 @@ function __redlock_run_where
 			else
 				set matches (string match -- "$name*" $long_value $long_flag)
 			end
-			test "$matches" = status -o "$matches" = break; and set status_only 1
+			test "$matches" = status -o "$matches" = break -o "$matches" = list; and set status_only 1
 			test "$matches" = command; and set shell 1
 			# A prefix of several names takes a value when they all do.
 			set -l takes (count $matches)
@@ -146,6 +146,7 @@ complete -c redlock-run -n $opts -l status -d 'say who holds KEY, and run nothin
 complete -c redlock-run -n $opts -l json -d 'with --status: one JSON object'
 complete -c redlock-run -n $opts -l break -d 'end the lock on purpose, and run nothing'
 complete -c redlock-run -n $opts -l yes -d 'with --break: do not ask'
+complete -c redlock-run -n $opts -l list -d 'list every lock whose name matches a pattern'
 complete -c redlock-run -n $opts -l cacert -r -F -d 'TLS: trust the CAs in FILE'
 complete -c redlock-run -n $opts -l cacertdir -x -a '(__fish_complete_directories)' -d 'TLS: trust the CAs in DIR'
 complete -c redlock-run -n $opts -l cert -r -F -d 'TLS: a client certificate'

@@ -236,8 +236,10 @@ main(int argc, char *argv[])
 		if (o.tls.insecure)
 			msg_info("--insecure: the server's certificate is not verified");
 	}
-	if (o.status || o.brk) {
-		int status = o.brk ? query_break(&o) : query_status(&o);
+	if (o.status || o.brk || o.list) {
+		int status = o.list  ? query_list(&o)
+			     : o.brk ? query_break(&o)
+				     : query_status(&o);
 		opts_free(&o);
 		return status;
 	}

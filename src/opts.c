@@ -20,6 +20,7 @@ enum {
 	OPT_JSON,
 	OPT_BREAK,
 	OPT_YES,
+	OPT_LIST,
 	OPT_CACERT,
 	OPT_CACERTDIR,
 	OPT_CERT,
@@ -56,6 +57,7 @@ static const struct option long_options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "break", no_argument, NULL, OPT_BREAK },
 	{ "yes", no_argument, NULL, OPT_YES },
+	{ "list", no_argument, NULL, OPT_LIST },
 	{ "cacert", required_argument, NULL, OPT_CACERT },
 	{ "cacertdir", required_argument, NULL, OPT_CACERTDIR },
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -116,7 +118,11 @@ opts_print_help(FILE *out)
 		"                             locks (default $REDLOCK_PREFIX)",
 		"      --status               say who holds KEY, for how long, with which fence;",
 		"                             exit 0 if it is free, the conflict status if held",
-		"      --json                 with --status: one JSON object",
+		"      --list [PATTERN]       list every lock whose name matches PATTERN (a glob;",
+		"                             default all): holders, taken when, lease left,",
+		"                             fence, how many wait; runs nothing",
+		"      --json                 with --status: one JSON object; with --list, one",
+		"                             a line, for each lock",
 		"      --break                end KEY's lock on purpose: its holders are stopped",
 		"                             at their next renewal (76), its fence moves on,",
 		"                             the next waiter gets it; asks first on a terminal",
@@ -630,6 +636,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		case OPT_YES:
 			o->yes = true;
 			break;
+		case OPT_LIST:
+			o->list = true;
+			break;
 		case OPT_STATUS:
 			o->status = true;
 			break;
@@ -715,9 +724,14 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 					   connect_timeout);
 	}
 
-	if (optind >= argc)
+	if (o->list && (o->status || o->brk || shell_string || optind + 1 < argc))
+		return usage_error(err, size, "--list takes a PATTERN at most, and no COMMAND");
+	if (o->list && optind >= argc)
+		o->key = "*"; /* every lock */
+	else if (optind >= argc)
 		return usage_error(err, size, "missing KEY");
-	o->key = argv[optind];
+	else
+		o->key = argv[optind];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
 	if (!prefix)
@@ -730,15 +744,15 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 					   sizeof(o->prefixed_key) - 1);
 		o->key = o->prefixed_key;
 	}
-	if (!one_slot(o->key))
+	if (!o->list && !one_slot(o->key))
 		return usage_error(
 			err, size,
 			"KEY '%s' has a '}' but no hash tag ({...} with something in it) "
 			"before it: its helper keys could not share its Redis Cluster hash "
 			"slot; give it a tag of its own, such as '{locks}%s'",
 			o->key, o->key);
-	if (o->json && !o->status)
-		return usage_error(err, size, "--json goes with --status");
+	if (o->json && !o->status && !o->list)
+		return usage_error(err, size, "--json goes with --status or --list");
 	if (o->brk && o->status)
 		return usage_error(err, size, "--break and --status: one or the other");
 	if (o->yes && !o->brk)
@@ -746,7 +760,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	if ((o->status || o->brk) && (shell_string || optind + 1 < argc))
 		return usage_error(err, size, "--%s takes a KEY and no COMMAND",
 				   o->brk ? "break" : "status");
-	if (!o->status && !o->brk && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
+	if (!o->status && !o->brk && !o->list && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
 					size) != OPTS_RUN)
 		return OPTS_USAGE_ERROR;
 

@@ -55,6 +55,7 @@ struct opts {
 	bool status;           /* --status: say who holds KEY, run nothing */
 	bool json;             /* --json, with --status */
 	bool brk;              /* --break: end KEY's lock on purpose, run nothing */
+	bool list;             /* --list: every lock whose name matches key (a pattern) */
 	bool yes;              /* --yes, with --break: do not ask */
 	struct tls_config tls; /* --cacert, --cert, ... or their REDLOCK_* variables */
 	char *shell_argv[4];   /* backs command for -c: { $SHELL, "-c", STRING, NULL } */

@@ -22,6 +22,10 @@ int query_status(const struct opts *o);
  */
 int query_break(const struct opts *o);
 
+/* --list: every lock whose name matches the pattern o->key, on standard output (see list.c).
+ * Returns 0, or 69 when the servers cannot be asked. */
+int query_list(const struct opts *o);
+
 /* What the server's INFO says about evicting keys: a lock key has a TTL, so any policy but
  * noeviction may delete it under memory pressure. */
 struct eviction {

@@ -237,3 +237,58 @@ assert all(0 < x["place_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
 	assert_equal "$status" 76
 	run -0 "$RR" -n job -- true
 }
+
+@test "--list: every lock, of every kind, with its holder, lease and line; other keys are skipped" {
+	run -0 "$RR" --list
+	assert_output "KEY                      MODE       HOLDER                      TAKEN     LEFT            FENCE WAITING
+(no locks held)"
+	"$RR" -t 30s job -c "touch $dir/job; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local job=$!
+	"$RR" -t 30s -l 3 sem -c "touch $dir/sem; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local sem=$!
+	"$RR" -t 30s -s readers -c "touch $dir/readers; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local readers=$!
+	run -0 "$RR" --min-hold 10m nightly -- true
+	wait_until 5 test -e "$dir/job" -a -e "$dir/sem" -a -e "$dir/readers"
+	"$RR" job -- true &
+	local waiter=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == 1 ]]; }
+	wait_until 5 in_line
+	# Keys that are not locks, and the helpers of those that are, are not listed.
+	rcli set plain hello >/dev/null
+	rcli hset a-hash f 1 >/dev/null
+	rcli set token-for-ever "12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null
+	run -0 "$RR" --list
+	assert_line --index 0 --regexp "^KEY +MODE +HOLDER +TAKEN +LEFT +FENCE +WAITING$"
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$job +[0-9.]+m?s +[0-9.]+s +[0-9]{16} +1$"
+	assert_line --index 2 --regexp "^nightly +exclusive +$(hostname):[0-9]+ \(kept\) +[0-9.]+m?s +[0-9]+m[0-9]+s +[0-9]{16} +0$"
+	assert_line --index 3 --regexp "^readers +shared +$(hostname):$readers +- +[0-9.]+s +[0-9]{16} +0$"
+	assert_line --index 4 --regexp "^sem +limit 3 +$(hostname):$sem +- +[0-9.]+s +[0-9]{16} +0$"
+	assert_equal "${#lines[@]}" 5
+	# A pattern, and one JSON object a line, each as --status --json gives it.
+	run -0 "$RR" --list --json 'j*'
+	assert_equal "${#lines[@]}" 1
+	echo "$output" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.readline())
+assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["waiting"] == 1, o' "$job"
+	# --prefix lists its namespace.
+	run -0 "$RR" --prefix s --list
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 --regexp "^sem "
+	touch "$dir/go"
+	wait "$job" "$sem" "$readers" "$waiter"
+}
+
+@test "--list over a quorum: the quorum's view of each lock" {
+	quorum_start 3
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 10 test -e "$dir/held"
+	# A key on one server only is no lock of the quorum's.
+	rcli_on q1 set lone "12345678-1234-1234-1234-123456789abc:web-1:42" px 60000 >/dev/null
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder "
+	assert_equal "${#lines[@]}" 2
+	touch "$dir/go"
+	wait "$holder"
+}

@@ -249,6 +249,21 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output --partial "\"replica_of\": \"127.0.0.1:$(redis_port m1)\""
 }
 
+@test "--list and --break through the Sentinels: the master's locks, and one ended there" {
+	"$RR" -t 30s job -- sleep 60 2>"$dir/holder.err" &
+	local holder=$!
+	wait_until 10 test "$(on_master exists job)" = 1
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder "
+	run -0 "$RR" --break --yes job
+	assert_output --partial "broke job, held by $(hostname):$holder "
+	reap "$holder"
+	assert_equal "$status" 76
+	grep -q "it was broken by $(hostname):" "$dir/holder.err"
+	run -0 "$RR" --list
+	assert_line --index 1 "(no locks held)"
+}
+
 @test "the master frozen until the replica is promoted: never two commands at once" {
 	local old
 	old=$(master_port)

@@ -223,6 +223,29 @@ main(void)
 	REFUSED("--status takes a KEY and no COMMAND", "--status", "-c", "x", "job");
 	REFUSED("missing KEY", "--status");
 
+	/* --list takes a pattern, all by default; --break a KEY, and --yes only with it. */
+	CHECK_INT(PARSE("--list"), OPTS_RUN);
+	CHECK(o.list && o.command == NULL);
+	CHECK_STR(o.key, "*");
+	DONE();
+	CHECK_INT(PARSE("--list", "--json", "--prefix", "ci:", "deploy:*"), OPTS_RUN);
+	CHECK(o.list && o.json);
+	CHECK_STR(o.key, "ci:deploy:*");
+	DONE();
+	REFUSED("--list takes a PATTERN at most, and no COMMAND", "--list", "a*", "true");
+	REFUSED("--list takes a PATTERN at most, and no COMMAND", "--list", "--status", "a");
+	CHECK_INT(PARSE("--break", "--yes", "job"), OPTS_RUN);
+	CHECK(o.brk && o.yes && o.command == NULL);
+	DONE();
+	REFUSED("--yes goes with --break", "--yes", "job", "true");
+	REFUSED("--break and --status: one or the other", "--break", "--status", "job");
+	REFUSED("--break takes a KEY and no COMMAND", "--break", "job", "true");
+	/* A prefix is part of the name, which the rule for '}' then applies to. */
+	CHECK_INT(PARSE("--prefix", "{team}:", "job", "true"), OPTS_RUN);
+	CHECK_STR(o.key, "{team}:job");
+	DONE();
+	REFUSED("KEY 'a}job' has a '}'", "--prefix", "a}", "job", "true");
+
 	/* Verbosity: the last of -v and -q wins. */
 	CHECK_INT(PARSE("-v", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.verbosity, MSG_VERBOSE);

@@ -1,0 +1,288 @@
+/*
+ * --list: every lock whose name matches a pattern, found with SCAN on every server (each node
+ * of a quorum, a Sentinel's master, every master of a cluster), told from other keys by its
+ * shape (see script_query), and said as --status says it: a table, or one JSON object a line.
+ */
+#include "query.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "exitstatus.h"
+#include "msg.h"
+#include "util.h"
+
+/* The names found, each once. */
+struct names {
+	char **name;
+	size_t count, size;
+};
+
+static int
+names_add(struct names *n, const char *s, size_t len)
+{
+	char **grown;
+
+	for (size_t i = 0; i < n->count; i++)
+		if (strlen(n->name[i]) == len && memcmp(n->name[i], s, len) == 0)
+			return 0;
+	if (n->count == n->size) {
+		size_t size = n->size ? 2 * n->size : 64;
+		if (!(grown = realloc(n->name, size * sizeof(*grown))))
+			return -1;
+		n->name = grown;
+		n->size = size;
+	}
+	if (!(n->name[n->count] = strndup(s, len)))
+		return -1;
+	n->count++;
+	return 0;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The answer to one command on node i, by deadline: NULL (error says why, and *refused whether
+ * the server refused the command) or a reply to free. */
+static struct reply *
+ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, char *error,
+    size_t size, bool *refused)
+{
+	size_t lens[NODES_ARGS_MAX];
+	struct command cmd = { argc, argv, lens, false };
+	struct answer a;
+
+	for (int k = 0; k < argc; k++)
+		lens[k] = strlen(argv[k]);
+	*refused = false;
+	nodes_send(ns, i, &cmd, deadline, -1);
+	if (nodes_next(ns, deadline, -1, &a) != CONN_OK || a.result != CONN_OK) {
+		snprintf(error, size, "%s", nodes_error(ns, i));
+		nodes_cancel(ns);
+		return NULL;
+	}
+	if (reply_type(a.reply) == REPLY_ERROR) {
+		*refused = true;
+		snprintf(error, size, "%s refused %s: %s", nodes_address(ns, i), argv[0],
+			 reply_string(a.reply, NULL));
+		reply_free(a.reply);
+		return NULL;
+	}
+	return a.reply;
+}
+
+/*
+ * Adds the names on node i that match pattern to *n: SCAN, never KEYS, which would block the
+ * server for as long as it reads them all; only strings and sorted sets, the types of a lock.
+ * 0, or -1 with error set.
+ */
+static int
+scan(struct nodes *ns, size_t i, const char *pattern, int64_t deadline, struct names *n,
+     char *error, size_t size)
+{
+	static const char *const types[] = { "string", "zset" };
+
+	for (size_t t = 0; t < 2; t++) {
+		char cursor[32] = "0";
+		do {
+			const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", "1000",
+					       "TYPE", types[t] };
+			bool refused;
+			struct reply *r = ask(ns, i, 8, argv, deadline, error, size, &refused);
+			const struct reply *keys;
+			if (!r)
+				return -1;
+			if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 2 ||
+			    reply_type(reply_element(r, 0)) != REPLY_STRING ||
+			    reply_type(keys = reply_element(r, 1)) != REPLY_ARRAY) {
+				snprintf(error, size, "unexpected reply from %s to SCAN",
+					 nodes_address(ns, i));
+				reply_free(r);
+				return -1;
+			}
+			snprintf(cursor, sizeof(cursor), "%s", reply_string(reply_element(r, 0), NULL));
+			for (size_t k = 0; k < reply_count(keys); k++) {
+				size_t len;
+				const char *key = reply_string(reply_element(keys, k), &len);
+				if (key && names_add(n, key, len) < 0)
+					msg_fatal(STATUS_OSERR, "out of memory");
+			}
+			reply_free(r);
+		} while (strcmp(cursor, "0") != 0);
+	}
+	return 0;
+}
+
+/*
+ * A cluster's masters, from CLUSTER SLOTS asked of node 0 (a cluster's seed, or a server that
+ * may be a cluster's node): each one's URL, the node's own with that master's address, into m
+ * (at most max). How many: 0 when the server is not in a cluster (it refuses CLUSTER), or -1
+ * when it did not answer (error says why).
+ */
+static int
+masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, size_t max,
+	int64_t deadline, char *error, size_t size)
+{
+	const char *argv[] = { "CLUSTER", "SLOTS" };
+	bool refused;
+	struct reply *r = ask(ns, 0, 2, argv, deadline, error, size, &refused);
+	size_t count = 0;
+
+	if (!r)
+		return refused ? 0 : -1;
+	for (size_t s = 0; reply_type(r) == REPLY_ARRAY && s < reply_count(r); s++) {
+		const struct reply *range = reply_element(r, s), *owner;
+		const char *host;
+		unsigned port;
+		bool known = false;
+		if (reply_type(range) != REPLY_ARRAY || reply_count(range) < 3 ||
+		    reply_type(owner = reply_element(range, 2)) != REPLY_ARRAY ||
+		    reply_count(owner) < 2 || !(host = reply_string(reply_element(owner, 0), NULL)) ||
+		    reply_type(reply_element(owner, 1)) != REPLY_INTEGER)
+			continue;
+		port = (unsigned)reply_integer(reply_element(owner, 1));
+		for (size_t k = 0; k < count; k++)
+			known = known || (m[k].port == port && strcmp(m[k].host, host) == 0);
+		if (known || count == max)
+			continue;
+		m[count] = *cluster;
+		m[count].cluster = false;
+		m[count].hosts = NULL;
+		m[count].nhosts = 0;
+		m[count].port = port;
+		if (!(m[count].host = strdup(host)))
+			msg_fatal(STATUS_OSERR, "out of memory");
+		count++;
+	}
+	reply_free(r);
+	return (int)count;
+}
+
+/* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */
+static void
+text_row(FILE *out, const char *key, const struct lock_state *st)
+{
+	char who[LOCK_HOLDER_MAX + 32], holder[LOCK_HOLDER_MAX], taken[32] = "-", left[32] = "-";
+	char mode[32], fence[24] = "-";
+
+	if (st->shared)
+		snprintf(mode, sizeof(mode), "shared");
+	else if (st->limit)
+		snprintf(mode, sizeof(mode), "limit %d", st->limit);
+	else
+		snprintf(mode, sizeof(mode), "exclusive");
+	lock_describe_holder(st->value, holder, sizeof(holder));
+	if ((st->shared || st->limit) && st->holders > 1)
+		snprintf(who, sizeof(who), "%s +%zu", holder, st->holders - 1);
+	else
+		snprintf(who, sizeof(who), "%s%s", holder, st->kept ? " (kept)" : "");
+	if (st->held_for >= 0)
+		duration_format(st->held_for, taken, sizeof(taken));
+	if (st->ttl >= 0)
+		duration_format(st->ttl, left, sizeof(left));
+	if (st->fence >= 0)
+		snprintf(fence, sizeof(fence), "%lld", st->fence);
+	fprintf(out, "%-24s %-10s %-24s %8s %8s %16s %7lld\n", key, mode, who, taken, left, fence,
+		st->waiting);
+}
+
+/* Whether a state read from a key is one of redlock-run's locks, held: a token with an expiry,
+ * or a semaphore's or shared lock's holders. */
+static bool
+a_lock(const struct lock_state *st)
+{
+	char host[LOCK_HOLDER_MAX];
+	long pid;
+
+	if (st->limit || st->shared)
+		return st->holders > 0;
+	return st->held && st->ttl >= 0 && lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
+}
+
+int
+query_list(const struct opts *o)
+{
+	struct nodes *ns = nodes_new(o->urls, o->nurls), *master;
+	struct redis_url m[64];
+	struct names n = { 0 };
+	char error[400] = "";
+	int64_t deadline = clock_now() + time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
+	size_t listed = 0;
+	int status = 0, count;
+
+	if (!ns)
+		msg_fatal(STATUS_OSERR, "cannot set up the list");
+	/* Every server's names: a cluster's from each of its masters, asked of the one server
+	 * named (a seed). */
+	count = o->nurls == 1 && !o->urls[0].master
+			? masters(ns, &o->urls[0], m, ARRAY_LEN(m), deadline, error, sizeof(error))
+			: 0;
+	if (count < 0) {
+		status = STATUS_UNAVAILABLE;
+	} else if (count > 0) {
+		for (int k = 0; k < count; k++) {
+			if (!(master = nodes_new(&m[k], 1)))
+				msg_fatal(STATUS_OSERR, "cannot set up the list");
+			if (scan(master, 0, o->key, deadline, &n, error, sizeof(error)) < 0)
+				status = STATUS_UNAVAILABLE;
+			nodes_free(master);
+			free(m[k].host);
+		}
+	} else {
+		size_t answered = 0;
+		for (size_t i = 0; i < nodes_count(ns); i++)
+			if (scan(ns, i, o->key, deadline, &n, error, sizeof(error)) == 0)
+				answered++;
+		/* Over a quorum, the servers that answered must be able to hold a lock. */
+		if (answered < nodes_quorum(ns))
+			status = STATUS_UNAVAILABLE;
+	}
+	if (status) {
+		msg_error("cannot list the locks: %s", error);
+		goto done;
+	}
+	qsort(n.name, n.count, sizeof(*n.name), by_name);
+	if (!o->json)
+		fprintf(stdout, "%-24s %-10s %-24s %8s %8s %16s %7s\n", "KEY", "MODE", "HOLDER",
+			"TAKEN", "LEFT", "FENCE", "WAITING");
+	for (size_t k = 0; k < n.count; k++) {
+		struct status *s = calloc(1, sizeof(*s));
+		struct lock_state node[NODES_MAX];
+		struct lock l;
+		if (!s || lock_init(&l, n.name[k], o->ttl) < 0)
+			msg_fatal(STATUS_OSERR, "cannot set up the list");
+		s->key = n.name[k];
+		s->count = nodes_count(ns);
+		s->quorum = nodes_quorum(ns);
+		s->decided =
+			lock_query(&l, ns, clock_now() + time_min(l.io_timeout, o->connect_timeout),
+				   node, &s->all) == 0;
+		for (size_t i = 0; i < s->count; i++) {
+			s->node[i].address = nodes_address(ns, i);
+			s->node[i].role = nodes_role(ns, i);
+			s->node[i].st = node[i];
+		}
+		if (s->decided && a_lock(&s->all)) {
+			listed++;
+			if (o->json)
+				query_print_json(stdout, s);
+			else
+				text_row(stdout, n.name[k], &s->all);
+		}
+		lock_free(&l);
+		free(s);
+	}
+	if (!o->json && !listed)
+		fprintf(stdout, "(no locks held%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
+			strcmp(o->key, "*") ? o->key : "");
+done:
+	for (size_t k = 0; k < n.count; k++)
+		free(n.name[k]);
+	free(n.name);
+	nodes_free(ns);
+	return status;
+}
