@@ -578,6 +578,7 @@ query_break(const struct opts *o)
 			msg_error("%s: not broken", o->key);
 			return 1;
 		}
+		status = 0;
 	}
 	if (lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
 		msg_fatal(STATUS_OSERR, "cannot set up the break");
@@ -599,5 +600,5 @@ query_break(const struct opts *o)
 	}
 	nodes_free(ns);
 	lock_free(&l);
-	return status ? status : 0;
+	return status;
 }

@@ -292,3 +292,47 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	touch "$dir/go"
 	wait "$holder"
 }
+
+@test "--break on a terminal says what it would break and asks: no keeps the lock (1), yes breaks it" {
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	# on_terminal ANSWER ARGS...: redlock-run ARGS on a terminal of its own, ANSWER typed
+	# once it asks; prints what the terminal showed, and exits with its status.
+	on_terminal() {
+		python3 - "$@" <<'PY'
+import os, pty, sys
+answer, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+seen = b""
+while b"[y/N]" not in seen:
+    chunk = os.read(fd, 1024)
+    if not chunk:
+        break
+    seen += chunk
+os.write(fd, answer.encode() + b"\n")
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+PY
+	}
+	run -1 on_terminal n "$RR" --break job
+	assert_output --partial "job is held by $(hostname):$holder (taken "
+	assert_output --partial "break job? [y/N]"
+	assert_output --partial "job: not broken"
+	run -75 "$RR" --status job
+	run -0 on_terminal y "$RR" --break job
+	assert_output --partial "broke job, held by $(hostname):$holder "
+	run -0 "$RR" -n job -- true
+	reap "$holder"
+	assert_equal "$status" 76
+}
