@@ -78,11 +78,20 @@
  * lock from under us with --break ("HOST:PID", from `broken`, a key: see script_break), if
  * anyone did}. The uptime tells a key lost in a restart while the command ran from one that
  * expired, or that our own earlier request deleted. */
+/* `broken_by(broken, me)`: who broke our lock with --break (the hash `broken`, see
+ * script_break), or false; false too for a user not allowed HGET (an ACL made for 0.2.0), who
+ * then hears that the lock went, as before. */
+#define BROKEN_BY                                                                                  \
+	"local function broken_by(broken, me)\n"                                                   \
+	"  local by = redis.pcall('HGET', broken, me)\n"                                           \
+	"  return type(by) == 'string' and by\n"                                                   \
+	"end\n"
+
 #define NOT_OURS(fence, broken, me)                                                                \
 	"  local info = redis.pcall('INFO', 'server')\n"                                           \
 	"  return {redis.call('EXISTS', " fence ") == 1 and 0 or -1, type(info) == 'string' and\n" \
 	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1,\n"                    \
-	"    redis.call('HGET', " broken ", " me ")}\n"
+	"    broken_by(" broken ", " me ")}\n"
 
 /* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE:AGE", five numbers in one argument
  * (which leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff`
@@ -98,7 +107,7 @@
  * scripts), or another type. `foreign()`: the error reply that says so, "FOREIGN what". Only
  * called where KEY is already found to be out of the ordinary: the common paths pay nothing.
  */
-#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.+:%d+[:ekpt]*$'"
+#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.*:%d+[:ekpt]*$'"
 #define ALIEN                                                                                      \
 	"local function alien()\n"                                                                 \
 	"local kind = redis.call('TYPE', KEYS[1]).ok\n"                                            \
@@ -190,7 +199,7 @@
 #define TAKE                                                                                       \
 	"local function take()\n"                                                                  \
 	"  local old = redis.pcall('SET', KEYS[1], me, 'NX', 'PX', ttl, 'GET')\n"                  \
-	"  if type(old) == 'table' and not string.find(old.err, 'WRONGTYPE', 1, true) then\n"     \
+	"  if type(old) == 'table' and not string.find(old.err or '', 'WRONGTYPE', 1, true) then\n" \
 	"    if redis.call('SET', KEYS[1], me, 'NX', 'PX', ttl) then return false end\n"           \
 	"    old = redis.pcall('GET', KEYS[1])\n"                                                  \
 	"  end\n"                                                                                  \
@@ -263,12 +272,12 @@ static struct script script_acquire = {
  */
 static struct script script_renew = {
 	.writes = true,
-	.text = "local holder = redis.pcall('GET', KEYS[1])\n"
+	.text = BROKEN_BY "local holder = redis.pcall('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" KEEP_FENCE
 		"  return 1\n"
 		"end\n"
-		"if not redis.call('HGET', KEYS[3], ARGV[1]) then\n"
+		"if not broken_by(KEYS[3], ARGV[1]) then\n"
 		"  if type(holder) == 'table' then return redis.call('ZRANGE', KEYS[1], -1, -1)[1] end\n"
 		"  if holder then return holder end\n"
 		"end\n" NOT_OURS("KEYS[2]", "KEYS[3]", "ARGV[1]"),
@@ -310,7 +319,7 @@ static struct script script_renew = {
 	"keep = tonumber(keep)\n"
 
 static struct script script_release = {
-	.text = RELEASE_ARGS "local v = redis.pcall('GET', KEYS[1])\n"
+	.text = RELEASE_ARGS BROKEN_BY "local v = redis.pcall('GET', KEYS[1])\n"
 			     "if v ~= me and v ~= me .. ':kept' then\n" NOT_OURS(
 				     "KEYS[4]", "KEYS[6]", "me") "end\n"
 		"if keep > 0 then\n"
@@ -435,8 +444,8 @@ static struct script script_shared_acquire = {
  */
 static struct script script_sem_renew = {
 	.writes = true,
-	.text = NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"
-		    "local broken = redis.call('HGET', KEYS[3], ARGV[1])\n"
+	.text = BROKEN_BY NOW "local score = redis.pcall('ZSCORE', KEYS[1], ARGV[1])\n"
+		    "local broken = broken_by(KEYS[3], ARGV[1])\n"
 		    "if type(score) == 'table' and not broken then return redis.call('GET', KEYS[1]) end\n"
 		    "if broken then score = nil end\n"
 		    "if score and tonumber(score) > now then\n"
@@ -454,7 +463,7 @@ static struct script script_sem_renew = {
  * --min-hold); the key goes with its last holder.
  */
 #define LEAVE_PLACE                                                                                \
-	RELEASE_ARGS NOW "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                      \
+	RELEASE_ARGS BROKEN_BY NOW "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                      \
 	    "if type(score) ~= 'string' or tonumber(score) <= now then\n"                          \
 	    NOT_OURS("KEYS[4]", "KEYS[6]", "me") "end\n"                                           \
 	    "if keep > 0 then\n"                                                                   \
