@@ -13,7 +13,7 @@
 #include "msg.h"
 #include "util.h"
 
-/* The names found, each once. */
+/* The names found (several servers may hold one: sorted and made unique at the end). */
 struct names {
 	char **name;
 	size_t count, size;
@@ -24,9 +24,6 @@ names_add(struct names *n, const char *s, size_t len)
 {
 	char **grown;
 
-	for (size_t i = 0; i < n->count; i++)
-		if (strlen(n->name[i]) == len && memcmp(n->name[i], s, len) == 0)
-			return 0;
 	if (n->count == n->size) {
 		size_t size = n->size ? 2 * n->size : 64;
 		if (!(grown = realloc(n->name, size * sizeof(*grown))))
@@ -81,7 +78,7 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
  * 0, or -1 with error set.
  */
 static int
-scan(struct nodes *ns, size_t i, const char *pattern, int64_t deadline, struct names *n,
+scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n,
      char *error, size_t size)
 {
 	static const char *const types[] = { "string", "zset" };
@@ -92,7 +89,9 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t deadline, struct n
 			const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", "1000",
 					       "TYPE", types[t] };
 			bool refused;
-			struct reply *r = ask(ns, i, 8, argv, deadline, error, size, &refused);
+			/* Each page in its own time: a large keyspace takes many. */
+			struct reply *r = ask(ns, i, 8, argv, clock_now() + timeout, error, size,
+					      &refused);
 			const struct reply *keys;
 			if (!r)
 				return -1;
@@ -210,8 +209,8 @@ query_list(const struct opts *o)
 	struct redis_url m[64];
 	struct names n = { 0 };
 	char error[400] = "";
-	int64_t deadline = clock_now() + time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
-	size_t listed = 0;
+	int64_t timeout = time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
+	size_t listed = 0, unique = 0;
 	int status = 0, count;
 
 	if (!ns)
@@ -219,33 +218,51 @@ query_list(const struct opts *o)
 	/* Every server's names: a cluster's from each of its masters, asked of the one server
 	 * named (a seed). */
 	count = o->nurls == 1 && !o->urls[0].master
-			? masters(ns, &o->urls[0], m, ARRAY_LEN(m), deadline, error, sizeof(error))
+			? masters(ns, &o->urls[0], m, ARRAY_LEN(m), clock_now() + timeout, error,
+				  sizeof(error))
 			: 0;
 	if (count < 0) {
+		msg_error("cannot list the locks: %s", error);
 		status = STATUS_UNAVAILABLE;
-	} else if (count > 0) {
+		goto done;
+	}
+	/* A server that does not answer is said so, and the others' locks are listed all the
+	 * same; the run then ends with 69: the list may lack some. */
+	if (count > 0) {
 		for (int k = 0; k < count; k++) {
 			if (!(master = nodes_new(&m[k], 1)))
 				msg_fatal(STATUS_OSERR, "cannot set up the list");
-			if (scan(master, 0, o->key, deadline, &n, error, sizeof(error)) < 0)
+			if (scan(master, 0, o->key, timeout, &n, error, sizeof(error)) < 0) {
+				msg_error("cannot list the locks on %s: %s", nodes_address(master, 0),
+					  error);
 				status = STATUS_UNAVAILABLE;
+			}
 			nodes_free(master);
 			free(m[k].host);
 		}
 	} else {
 		size_t answered = 0;
-		for (size_t i = 0; i < nodes_count(ns); i++)
-			if (scan(ns, i, o->key, deadline, &n, error, sizeof(error)) == 0)
+		for (size_t i = 0; i < nodes_count(ns); i++) {
+			if (scan(ns, i, o->key, timeout, &n, error, sizeof(error)) == 0)
 				answered++;
+			else
+				msg_error("cannot list the locks on %s: %s", nodes_address(ns, i),
+					  error);
+		}
 		/* Over a quorum, the servers that answered must be able to hold a lock. */
-		if (answered < nodes_quorum(ns))
+		if (answered < nodes_quorum(ns)) {
 			status = STATUS_UNAVAILABLE;
-	}
-	if (status) {
-		msg_error("cannot list the locks: %s", error);
-		goto done;
+			goto done;
+		}
 	}
 	qsort(n.name, n.count, sizeof(*n.name), by_name);
+	for (size_t k = 0; k < n.count; k++) {
+		if (unique && strcmp(n.name[unique - 1], n.name[k]) == 0)
+			free(n.name[k]);
+		else
+			n.name[unique++] = n.name[k];
+	}
+	n.count = unique;
 	if (!o->json)
 		fprintf(stdout, "%-24s %-10s %-24s %8s %8s %16s %7s\n", "KEY", "MODE", "HOLDER",
 			"TAKEN", "LEFT", "FENCE", "WAITING");

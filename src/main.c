@@ -97,6 +97,22 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 	}
 }
 
+/* A release that found the lock broken with --break (see lock_broken_by): says so, and the
+ * run is one that lost the lock (76). */
+static bool
+lost_to_break(const struct lock *l, struct outcome *out)
+{
+	char by[LOCK_HOLDER_MAX];
+
+	if (!lock_broken_by(l->holder, by, sizeof(by)))
+		return false;
+	msg_error("lost the lock on %s: it was broken by %s (redlock-run --break) before the "
+		  "command ended",
+		  l->key, by);
+	*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+	return true;
+}
+
 /*
  * Gives the lock back once nothing of the command is left running, and adjusts the
  * outcome. Signals no longer cut anything short here: a release takes one round trip, or
@@ -112,7 +128,7 @@ static void
 release(struct lock *l, struct nodes *ns, struct outcome *out)
 {
 	int64_t patience = out->lost ? LOCK_LAST_ANSWER : l->io_timeout;
-	char ttl[32], by[LOCK_HOLDER_MAX];
+	char ttl[32];
 
 	l->valid_until = out->lost ? 0 : out->lease_end; /* as the last renewal left it */
 
@@ -129,13 +145,8 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	case LOCK_RELEASE_GONE:
 		if (out->lost)
 			break;
-		if (lock_broken_by(l->holder, by, sizeof(by))) {
-			msg_error("lost the lock on %s: it was broken by %s (redlock-run --break) "
-				  "before the command ended",
-				  l->key, by);
-			*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
+		if (lost_to_break(l, out))
 			break;
-		}
 		if (l->answered_at >= out->lease_end) {
 			msg_warn("released %s late: the server answered after the lease had run "
 				 "out, and the key was gone (expired meanwhile, most likely); the "
@@ -153,6 +164,9 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
 		break;
 	case LOCK_RELEASE_UNCONFIRMED:
+		/* A release asked again that finds the lock broken: the break came first. */
+		if (!out->lost && lost_to_break(l, out))
+			break;
 		if (!out->lost)
 			msg_warn("released %s, most likely: the reply was lost, and asked again "
 				 "the key was no longer ours",

@@ -293,8 +293,8 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
 			duration_format(st->ttl, left, sizeof(left)), fence);
 	if (!st->kept && (process = holder_process(st->value)) && strcmp(process, "gone") == 0)
-		fprintf(out, "; that process is gone without releasing it: the lease runs out "
-			     "by itself");
+		fprintf(out, "; no such process runs on this host: it did not release, and the "
+			     "lease runs out by itself");
 	fputc('\n', out);
 }
 
@@ -452,8 +452,10 @@ ask_eviction(struct nodes *ns, struct status *s)
 	nodes_cancel(ns);
 }
 
-int
-query_status(const struct opts *o)
+/* --status's answer on standard output, and its exit status; *taken, whether anyone holds the
+ * lock (a place of a semaphore that is not full, a shared holder: any). */
+static int
+report(const struct opts *o, bool *taken)
 {
 	struct lock l;
 	struct lock_state node[NODES_MAX];
@@ -486,6 +488,7 @@ query_status(const struct opts *o)
 		else
 			query_print_text(stdout, s);
 	}
+	*taken = s->decided && (s->all.held || s->all.holders > 0);
 	if (s->decided) {
 		status = s->all.held ? o->conflict_status : 0;
 	} else {
@@ -504,6 +507,14 @@ query_status(const struct opts *o)
 	lock_free(&l);
 	free(s);
 	return status;
+}
+
+int
+query_status(const struct opts *o)
+{
+	bool taken;
+
+	return report(o, &taken);
 }
 
 /* Asks the user on the terminal whether to break the lock that --status just described. */
@@ -558,6 +569,7 @@ query_break(const struct opts *o)
 	struct nodes *ns;
 	char by[300], here[256] = "";
 	int status = 0;
+	bool taken;
 
 	if (!o->yes) {
 		if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
@@ -567,10 +579,9 @@ query_break(const struct opts *o)
 			return STATUS_USAGE;
 		}
 		/* What is about to be broken, said first, as --status says it. */
-		status = query_status(o);
-		if (status == STATUS_UNAVAILABLE)
-			return status;
-		if (status == 0) {
+		if (report(o, &taken) == STATUS_UNAVAILABLE)
+			return STATUS_UNAVAILABLE;
+		if (!taken) {
 			printf("%s: nothing to break\n", o->key);
 			return 0;
 		}
@@ -578,7 +589,6 @@ query_break(const struct opts *o)
 			msg_error("%s: not broken", o->key);
 			return 1;
 		}
-		status = 0;
 	}
 	if (lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
 		msg_fatal(STATUS_OSERR, "cannot set up the break");

@@ -296,6 +296,36 @@ no_overlap() {
 	no_overlap
 }
 
+@test "--list finds the locks on every master through one seed; --break ends one on its owner" {
+	local m keys=() pids=() seed
+	for m in $(cluster_masters); do
+		key=$(key_on "$m")
+		keys+=("$key")
+		"$RR" -r "redis://127.0.0.1:$(redis_port "$m")" -t 30s "$key" -- sleep 60 \
+			2>"$dir/$key.err" &
+		pids+=($!)
+	done
+	held_everywhere() {
+		local k
+		for k in "${keys[@]}"; do [[ $(rcli_on "$(owner_of "$k")" exists "$k") == 1 ]] || return 1; done
+	}
+	wait_until 10 held_everywhere
+	seed=$(cluster_masters | head -1)
+	run -0 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" --list
+	assert_equal "${#lines[@]}" 4
+	for key in "${keys[@]}"; do
+		assert_output --regexp "(^|"$'\n'")$key +exclusive +$(hostname):[0-9]+ "
+	done
+	# Broken through a seed that does not own its slot: its holder stops, 76.
+	run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --break --yes "${keys[1]}"
+	assert_output --partial "broke ${keys[1]}, held by $(hostname):${pids[1]} "
+	reap "${pids[1]}"
+	assert_equal "$status" 76
+	grep -q "it was broken by $(hostname):" "$dir/${keys[1]}.err"
+	kill "${pids[0]}" "${pids[2]}"
+	wait "${pids[0]}" "${pids[2]}" || true
+}
+
 @test "CLUSTER FAILOVER while a command holds the lock: it runs on and releases on the new master" {
 	local m key replica
 	m=$(cluster_masters | head -1)
@@ -406,32 +436,3 @@ no_overlap() {
 	assert_output second
 }
 
-@test "--list finds the locks on every master through one seed; --break ends one on its owner" {
-	local m keys=() pids=() seed
-	for m in $(cluster_masters); do
-		key=$(key_on "$m")
-		keys+=("$key")
-		"$RR" -r "redis://127.0.0.1:$(redis_port "$m")" -t 30s "$key" -- sleep 60 \
-			2>"$dir/$key.err" &
-		pids+=($!)
-	done
-	held_everywhere() {
-		local k
-		for k in "${keys[@]}"; do [[ $(rcli_on "$(owner_of "$k")" exists "$k") == 1 ]] || return 1; done
-	}
-	wait_until 10 held_everywhere
-	seed=$(cluster_masters | head -1)
-	run -0 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" --list
-	assert_equal "${#lines[@]}" 4
-	for key in "${keys[@]}"; do
-		assert_output --regexp "(^|"$'\n'")$key +exclusive +$(hostname):[0-9]+ "
-	done
-	# Broken through a seed that does not own its slot: its holder stops, 76.
-	run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --break --yes "${keys[1]}"
-	assert_output --partial "broke ${keys[1]}, held by $(hostname):${pids[1]} "
-	reap "${pids[1]}"
-	assert_equal "$status" 76
-	grep -q "it was broken by $(hostname):" "$dir/${keys[1]}.err"
-	kill "${pids[0]}" "${pids[2]}"
-	wait "${pids[0]}" "${pids[2]}" || true
-}

@@ -128,7 +128,7 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	wait "$holder" || true
 	run -75 "$RR" --status job
 	assert_output --partial "job is held by $(hostname):$holder (taken "
-	assert_output --partial "; that process is gone without releasing it: the lease runs out by itself"
+	assert_output --partial "; no such process runs on this host: it did not release, and the lease runs out by itself"
 	run -75 "$RR" --status --json job
 	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
 }
@@ -335,4 +335,12 @@ PY
 	run -0 "$RR" -n job -- true
 	reap "$holder"
 	assert_equal "$status" 76
+	# A semaphore with a place still free has a holder all the same: it is asked about too.
+	"$RR" -t 30s -l 4 sem -c "touch $dir/sem; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local sem=$!
+	wait_until 5 test -e "$dir/sem"
+	run -1 on_terminal n "$RR" --break sem
+	assert_output --partial "break sem? [y/N]"
+	touch "$dir/go"
+	wait "$sem"
 }

@@ -39,6 +39,9 @@ nodes_old() {
 	up_for "$seconds" "${names[@]}"
 }
 
+# Another holder's value, as redlock-run writes them (a value of another shape is not a lock).
+OTHER=00000000-0000-4000-8000-000000000000:otherhost:4242
+
 # Nothing of ours on node I but fence counters: no lock, no wake list, no waiters.
 clean_on() {
 	! rcli_on "q$1" --scan | grep -E '^(job|\{job\}:wake|\{job\}:waiting)$'
@@ -57,7 +60,7 @@ matrix() {
 		for ((i = 1; i <= n; i++)); do
 			rcli_on "q$i" flushall >/dev/null
 			if ((mask >> (i - 1) & 1)); then
-				rcli_on "q$i" set job someone-else px 60000 >/dev/null
+				rcli_on "q$i" set job "$OTHER" px 60000 >/dev/null
 			else
 				free=$((free + 1))
 			fi
@@ -71,7 +74,7 @@ matrix() {
 		}
 		for ((i = 1; i <= n; i++)); do
 			if ((mask >> (i - 1) & 1)); then
-				[[ $(rcli_on "q$i" get job) == someone-else ]]
+				[[ $(rcli_on "q$i" get job) == "$OTHER" ]]
 			else
 				clean_on "$i"
 			fi
@@ -89,8 +92,8 @@ matrix() {
 
 @test "-r given three times is a quorum as REDLOCK_URL is; the same server twice is refused" {
 	unset REDLOCK_URL
-	rcli_on q1 set job someone-else px 60000 >/dev/null
-	rcli_on q2 set job someone-else px 60000 >/dev/null
+	rcli_on q1 set job "$OTHER" px 60000 >/dev/null
+	rcli_on q2 set job "$OTHER" px 60000 >/dev/null
 	run "$RR" -n -r "$(node_url 1)" -r "$(node_url 2)" -r "$(node_url 3)" job -- true
 	assert_equal "$status" 75
 	run "$RR" -n -r "$(node_url 3)" -r "$(node_url 4)" -r "$(node_url 5)" job -- true
@@ -231,7 +234,7 @@ matrix() {
 	# q3 still holds an earlier holder's key: the holder gets q1 and q2 only (old enough to
 	# count with another holder about).
 	wait_until 5 nodes_old 3 1 2
-	rcli_on q3 set job someone-else px 60000 >/dev/null
+	rcli_on q3 set job "$OTHER" px 60000 >/dev/null
 	"$RR" -t 3s job -c "echo started > $dir/started; exec sleep 30" 2>"$dir/err" &
 	holder=$!
 	wait_until 5 test -s "$dir/started"
