@@ -258,15 +258,16 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 		2>"$dir/err" &
 	holder=$!
 	wait_until 5 test -s "$dir/acquired"
-	# The server restarts empty over a second later (its uptime is in whole seconds), and
-	# another run takes the lock there and gives it back: the fence counter is there again,
-	# and so are the scripts.
-	until (($(now_ms) - $(cat "$dir/acquired") > 1500)); do sleep 0.1; done
+	# The server restarts empty over two seconds later (its uptime is whole seconds from a
+	# start time in whole seconds: off by up to a second either way), and another run takes
+	# the lock there and gives it back: the fence counter is there again, and so are the
+	# scripts.
+	until (($(now_ms) - $(cat "$dir/acquired") > 2500)); do sleep 0.1; done
 	redis_stop a
 	redis_start a
 	"$RR" -r "unix://$(redis_sock a)" job -- true
 	restarted=$(now_ms)
-	until (($(now_ms) - restarted > 1500)); do sleep 0.1; done
+	until (($(now_ms) - restarted > 2500)); do sleep 0.1; done
 	# The holder's release: it reaches the server, its reply is lost, asked again the key is
 	# not ours. The server's uptime says it lost it while the command ran.
 	touch "$dir/go"
