@@ -255,7 +255,8 @@ query_list(const struct opts *o)
 			goto done;
 		}
 	}
-	qsort(n.name, n.count, sizeof(*n.name), by_name);
+	if (n.count) /* (qsort takes no null array, even of nothing) */
+		qsort(n.name, n.count, sizeof(*n.name), by_name);
 	for (size_t k = 0; k < n.count; k++) {
 		if (unique && strcmp(n.name[unique - 1], n.name[k]) == 0)
 			free(n.name[k]);
