@@ -267,6 +267,12 @@ def some(runs):
 for (s, _), runs in sorted(why.items(), key=lambda w: -len(w[1])):
     say("gave up: %d run(s) exited %d (%s), saying e.g.: %s" % (len(runs), s,
         some([r for r, _ in runs]), runs[0][1]))
+    # A sanitizer's report (the ASan build of CI): where, in our sources, so that a rare one
+    # can be found from the log alone.
+    report = stderr[runs[0][0]]
+    if any("Sanitizer" in l for l in report):
+        for l in [l for l in report if "leak of" in l or " in " in l and "/src/" in l][:16]:
+            say("  " + l)
 # Not counted against the run (its status stays the command's, DESIGN §3), but worth seeing:
 # releases that could not be made, which leave the lock to expire.
 unreleased = sorted(run for run in stderr if any("cannot release" in l for l in stderr[run]))
