@@ -269,21 +269,10 @@ query_list(const struct opts *o)
 			"TAKEN", "LEFT", "FENCE", "WAITING");
 	for (size_t k = 0; k < n.count; k++) {
 		struct status *s = calloc(1, sizeof(*s));
-		struct lock_state node[NODES_MAX];
 		struct lock l;
 		if (!s || lock_init(&l, n.name[k], o->ttl) < 0)
 			msg_fatal(STATUS_OSERR, "cannot set up the list");
-		s->key = n.name[k];
-		s->count = nodes_count(ns);
-		s->quorum = nodes_quorum(ns);
-		s->decided =
-			lock_query(&l, ns, clock_now() + time_min(l.io_timeout, o->connect_timeout),
-				   node, &s->all) == 0;
-		for (size_t i = 0; i < s->count; i++) {
-			s->node[i].address = nodes_address(ns, i);
-			s->node[i].role = nodes_role(ns, i);
-			s->node[i].st = node[i];
-		}
+		query_ask(s, &l, ns, o->connect_timeout);
 		if (s->decided && a_lock(&s->all)) {
 			listed++;
 			if (o->json)

@@ -344,6 +344,20 @@ refusal(const struct reply *r, char *buf, size_t size)
 	return buf;
 }
 
+/* Whether a script said that KEY is not a lock ("FOREIGN what", see ALIEN in scripts.c): then
+ * l->error says what KEY holds on the server at address, and `advice` follows. */
+static bool
+foreign(struct lock *l, const char *address, const struct reply *r, const char *advice)
+{
+	char said[400];
+
+	if (reply_type(r) != REPLY_ERROR || strncmp(reply_string(r, NULL), "FOREIGN ", 8) != 0)
+		return false;
+	set_error(l, "%s is not a lock on %s: it %s, which redlock-run did not write%s", l->key,
+		  address, refusal(r, said, sizeof(said)) + 8, advice);
+	return true;
+}
+
 enum acquire_reply {
 	REPLY_ACQUIRED,
 	REPLY_HELD,
@@ -375,17 +389,13 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 
 	*age = -1;
 	run_id[0] = '\0';
+	/* Waiting would be for ever: nothing of ours will ever free it. */
+	if (foreign(l, address, r,
+		    "; choose another KEY (or a --prefix), or delete it if nothing uses it"))
+		return REPLY_REFUSED;
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
 		char said[400];
-		if (strncmp(e, "FOREIGN ", 8) == 0) {
-			/* Waiting would be for ever: nothing of ours will ever free it. */
-			set_error(l,
-				  "%s is not a lock on %s: it %s, which redlock-run did not write; "
-				  "choose another KEY (or a --prefix), or delete it if nothing uses it",
-				  l->key, address, refusal(r, said, sizeof(said)) + 8);
-			return REPLY_REFUSED;
-		}
 		set_error(l, "%s refused to take %s: %s%s", address, l->key,
 			  refusal(r, said, sizeof(said)),
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
@@ -1565,11 +1575,8 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 			read_line(reply_element(r, 1), st);
 		return out;
 	}
-	if (reply_type(r) == REPLY_ERROR && strncmp(reply_string(r, NULL), "FOREIGN ", 8) == 0) {
-		set_error(l, "%s is not a lock on %s: it %s, which redlock-run did not write",
-			  l->key, address, reply_string(r, NULL) + 8);
+	if (foreign(l, address, r, ""))
 		return -1;
-	}
 	if (reply_type(r) == REPLY_ARRAY && reply_count(r) >= 4 &&
 	    reply_type(reply_element(r, 0)) == REPLY_INTEGER)
 		return read_semaphore(l, address, r, st);
@@ -1703,11 +1710,8 @@ read_breaking(struct lock *l, const char *address, const struct reply *r,
 	const struct reply *before;
 	char said[400];
 
-	if (reply_type(r) == REPLY_ERROR && strncmp(reply_string(r, NULL), "FOREIGN ", 8) == 0) {
-		set_error(l, "%s is not a lock on %s: it %s, which redlock-run did not write",
-			  l->key, address, reply_string(r, NULL) + 8);
+	if (foreign(l, address, r, ""))
 		return -1;
-	}
 	if (reply_type(r) != REPLY_ARRAY || n < 1 ||
 	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
 	    (reply_integer(reply_element(r, 0)) == 1 &&

@@ -132,6 +132,7 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 	char host[LOCK_HOLDER_MAX];
 	long pid;
 	bool ours = st->held && lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
+	const char *process;
 
 	fprintf(out, "\"held\": %s, \"host\": ", !decided ? "null" : st->held ? "true" : "false");
 	if (ours)
@@ -163,9 +164,11 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "%lld", (long long)(st->held_for / NS_PER_MS));
 	else
 		fputs("null", out);
+	process = st->held && !st->limit && !st->shared && !st->kept ? holder_process(st->value)
+								      : NULL;
 	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
-	if (st->held && !st->limit && !st->shared && !st->kept && holder_process(st->value))
-		fprintf(out, "\"%s\"", holder_process(st->value));
+	if (process)
+		fprintf(out, "\"%s\"", process);
 	else
 		fputs("null", out);
 	json_line(out, st);
@@ -452,34 +455,43 @@ ask_eviction(struct nodes *ns, struct status *s)
 	nodes_cancel(ns);
 }
 
-/* --status's answer on standard output, and its exit status; *taken, whether anyone holds the
- * lock (a place of a semaphore that is not full, a shared holder: any). */
-static int
-report(const struct opts *o, bool *taken)
+bool
+query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout)
 {
-	struct lock l;
 	struct lock_state node[NODES_MAX];
-	struct nodes *ns;
-	struct status *s = calloc(1, sizeof(*s));
 	bool any = false;
-	int status;
 
-	if (!s || lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
-		msg_fatal(STATUS_OSERR, "cannot set up the query");
-	l.shared = o->shared; /* whether shared holders keep us out */
-	s->key = o->key;
+	s->key = l->key;
 	s->count = nodes_count(ns);
 	s->quorum = nodes_quorum(ns);
 	/* Nothing answered yet: a server that does not answer within --connect-timeout is not
 	 * there. */
-	s->decided = lock_query(&l, ns, clock_now() + time_min(l.io_timeout, o->connect_timeout),
-				node, &s->all) == 0;
+	s->decided = lock_query(l, ns, clock_now() + time_min(l->io_timeout, connect_timeout), node,
+				&s->all) == 0;
 	for (size_t i = 0; i < s->count; i++) {
 		s->node[i].address = nodes_address(ns, i);
 		s->node[i].role = nodes_role(ns, i);
 		s->node[i].st = node[i];
 		any = any || node[i].answered;
 	}
+	return any;
+}
+
+/* --status's answer on standard output, and its exit status; *taken, whether anyone holds the
+ * lock (a place of a semaphore that is not full, a shared holder: any). */
+static int
+report(const struct opts *o, bool *taken)
+{
+	struct lock l;
+	struct nodes *ns;
+	struct status *s = calloc(1, sizeof(*s));
+	bool any;
+	int status;
+
+	if (!s || lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
+		msg_fatal(STATUS_OSERR, "cannot set up the query");
+	l.shared = o->shared; /* whether shared holders keep us out */
+	any = query_ask(s, &l, ns, o->connect_timeout);
 	/* What the nodes that answered said is worth showing, even when it decides nothing. */
 	if (any) {
 		ask_eviction(ns, s);

@@ -61,6 +61,11 @@ struct status {
 	} node[NODES_MAX];
 };
 
+/* Asks every node who holds l's lock (lock_query) into *s, by connect_timeout for a server that
+ * has not answered yet: whether any node answered (s->decided: whether the quorum's view
+ * could be told). */
+bool query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout);
+
 /*
  * The JSON object of --status --json: {"key", "held", "host", "pid", "token", "ttl_ms", "fence",
  * "maxmemory_policy", "evictable", "quorum", "nodes"}. The first fields are the quorum's view:
