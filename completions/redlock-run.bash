@@ -91,6 +91,9 @@ _redlock_run_value()
 	--on-lost)
 		mapfile -t COMPREPLY < <(compgen -W 'term kill ignore' -- "$cur")
 		;;
+	--queue)
+		mapfile -t COMPREPLY < <(compgen -W 'fifo latest' -- "$cur")
+		;;
 	--cacert | --cert | --key | --password-file)
 		_filedir
 		;;
@@ -138,9 +141,9 @@ _redlock_run()
 	# Every name getopt_long accepts, so that an abbreviation resolves as it does there.
 	local long_value=(--redis --ttl --wait --timeout --conflict-exit-code --command --limit
 		--on-lost --grace --max-hold --min-hold --cacert --cacertdir --cert --key --sni
-		--password-file --wait-replicas --connect-timeout --prefix)
+		--password-file --wait-replicas --connect-timeout --prefix --queue)
 	local long_flag=(--nonblock --nb --nonblocking --shared --exclusive --status --json
-		--break --yes --list --insecure --verbose --quiet --help --version)
+		--break --yes --list --insecure --verbose --quiet --help --version --cancel-running)
 	local short_value=(-r -t -w -E -c -l) short_flag=(-n -s -x -e -v -q -h -V)
 	local args at i opt inline key=0 dashdash=false status=false shell=false command word
 	_redlock_run_words

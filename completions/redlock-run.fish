@@ -9,9 +9,9 @@
 function __redlock_run_where
 	set -l long_value redis ttl wait timeout conflict-exit-code command limit on-lost grace \
 		max-hold min-hold cacert cacertdir cert key sni password-file wait-replicas \
-		connect-timeout prefix
+		connect-timeout prefix queue
 	set -l long_flag nonblock nb nonblocking shared exclusive status json break yes list insecure \
-		verbose quiet help version
+		verbose quiet help version cancel-running
 	set -l words (commandline -opc)[2..-1]
 	set -l n (count $words)
 	set -l dashdash 0
@@ -121,6 +121,10 @@ function __redlock_run_on_lost
 	printf '%s\t%s\n' term 'SIGTERM, then SIGKILL after --grace' kill SIGKILL ignore 'let it run'
 end
 
+function __redlock_run_queue
+	printf '%s\t%s\n' fifo 'arrival order (the default)' latest 'only the newest waits'
+end
+
 set -l opts '__redlock_run_at options'
 
 complete -c redlock-run -f
@@ -154,6 +158,8 @@ complete -c redlock-run -n $opts -l key -r -F -d 'TLS: the client certificate\'s
 complete -c redlock-run -n $opts -l sni -x -a '(__fish_print_hostnames)' -d 'TLS: the server name to send and verify'
 complete -c redlock-run -n $opts -l insecure -d 'TLS: do not verify the server'
 complete -c redlock-run -n $opts -l prefix -x -d 'put STRING in front of KEY: a namespace'
+complete -c redlock-run -n $opts -l queue -x -a '(__redlock_run_queue)' -d "the line's discipline"
+complete -c redlock-run -n $opts -l cancel-running -d 'with --queue latest: a newer run also stops the running one'
 complete -c redlock-run -n $opts -l password-file -r -F -d 'the password, on the first line of FILE'
 complete -c redlock-run -n $opts -l wait-replicas -x -a '(__redlock_run_replicas)' -d 'N[,TIMEOUT]: replicas that must acknowledge'
 complete -c redlock-run -n $opts -s v -l verbose -d 'say what happens and how long it took'

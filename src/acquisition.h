@@ -22,7 +22,7 @@ struct call {
 	size_t lens[16];
 	int argc;
 	char numkeys[8];
-	char arg[LOCK_VALUE_MAX + 32]; /* backs an argument made for the call (release_call) */
+	char arg[LOCK_VALUE_MAX + 64]; /* backs an argument made for the call (acquire_call, ...) */
 };
 
 /* Why the nodes that failed a request did: one node's reason as it is, several joined. */
@@ -82,22 +82,27 @@ struct round {
 /* Says why the last call did not succeed, in l->error. */
 void set_error(struct lock *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Draws a token into out: "<uuid>:<hostname>:<pid>", the uuid from 128 bits of getrandom. 0,
- * or -1 with errno set when there is no randomness: never a weaker token. */
-int make_token(char *out, size_t size);
+/* Draws a token into l->value: "<uuid>:<hostname>:<pid>" and l->token_suffix, the uuid from
+ * 128 bits of getrandom. 0, or -1 with errno set when there is no randomness: never a weaker
+ * token. */
+int make_token(struct lock *l);
 
 /* A call of script s with its nargs arguments, args, of which the first nkeys are keys: the
  * strings must outlive the call. */
 void call_init(struct call *call, struct script *s, int nkeys, int nargs, const char *const *args);
 
-/* The acquire script's call for kind_of(l), its ARGV[2] ("TTL:HANDOFF:N:IN_LINE:AGE") in arg,
- * which must outlive the call: the lease in ms, the handoff allowance in ms (0: not waiting),
- * the semaphore's N (1 for a lock), 1 when an earlier attempt may have put us in line (the
- * grant then takes us out of it), else 0, and 1 when a grant must say how old the server's data
- * is (a new acquisition over several nodes, where a young one does not count: see young in
- * lock.c). */
-void acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48],
-		  struct call *call);
+/* The acquire script's call for kind_of(l), its ARGV[1]
+ * ("TTL:HANDOFF:N:IN_LINE:AGE:ORDERED:VALUE") in call->arg: the lease in ms, the handoff
+ * allowance in ms (0: not waiting), the semaphore's N (1 for a lock), 1 when an earlier attempt
+ * may have put us in line (the grant then takes us out of it), else 0, 1 when a grant must say
+ * how old the server's data is (a new acquisition over several nodes, where a young one does
+ * not count: see young in lock.c), 1 when the line keeps arrival order (l->ordered), and our
+ * value. */
+void acquire_call(struct lock *l, bool waiting, bool in_line, bool age, struct call *call);
+
+/* The keys of the scripts that touch the line, in their order (see LINE in scripts.c). */
+#define LINE_KEYS(l)                                                                               \
+	(l)->key, (l)->fence_key, (l)->wake_key, (l)->waiting_key, (l)->queue_key, (l)->broken_key
 
 /* The release script's call for kind_of(l), leaving the lock taken keep ms still (0: deleted). */
 void release_call(struct lock *l, long long keep, struct call *call);

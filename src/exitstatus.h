@@ -12,6 +12,8 @@ enum exit_status {
 	STATUS_OSERR = 71,       /* fork, pipe, thread or randomness failed in redlock-run */
 	STATUS_CONFLICT = 75,  /* lock not acquired (held, or the wait timed out); -E changes it */
 	STATUS_LOST = 76,      /* the lock was lost while the command ran */
+	STATUS_CANCELLED = 77, /* a newer run cancelled this one (--cancel-running), which
+				* stopped the command */
 	STATUS_MAX_HOLD = 124, /* --max-hold ran out and the command was stopped */
 	STATUS_CANNOT_EXEC = 126,
 	STATUS_NOT_FOUND = 127,

@@ -17,12 +17,11 @@
 static void
 send_leave(struct lock *l, struct nodes *ns, size_t i, int64_t due, int intr_fd)
 {
-	char waiter[LOCK_VALUE_MAX + 2];
-	const char *args[4] = { l->key, l->waiting_key, l->shared_wake_key, waiter };
 	struct call call;
+	const char *args[7] = { LINE_KEYS(l), call.arg };
 
-	snprintf(waiter, sizeof(waiter), "%s%s", l->shared ? "s:" : "", l->value);
-	call_init(&call, &script_leave, 3, 4, args);
+	snprintf(call.arg, sizeof(call.arg), "%s%s", l->shared ? "s:" : "", l->value);
+	call_init(&call, &script_leave, 6, 7, args);
 	call_send(ns, i, &call, due, intr_fd, true);
 }
 
@@ -72,10 +71,9 @@ line_leave(struct lock *l, struct nodes *ns, const struct round *rd)
 static void
 pipeline_attempt(struct lock *l, struct nodes *ns, struct acquisition *q, int64_t due, int intr_fd)
 {
-	char acquire[48];
 	struct call call;
 
-	acquire_call(l, true, q->in_line, false, acquire, &call);
+	acquire_call(l, true, q->in_line, false, &call);
 	q->pipelined = true;
 	q->pipelined_at = clock_now();
 	/* Due with the BLPOP, until it has returned: then attempt() says by when (nodes_due). */
@@ -89,7 +87,7 @@ retire_token(struct lock *l)
 {
 	char buf[128];
 
-	if (make_token(l->value, sizeof(l->value)) == 0)
+	if (make_token(l) == 0)
 		return 0;
 	set_error(l, "cannot draw a new token: %s", msg_strerror(errno, buf, sizeof(buf)));
 	return -1;
@@ -135,10 +133,12 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
 	int64_t block, end, due, timed_out = -1, nudge_at, step = NS_PER_MS;
 	char seconds[32];
-	const char *list = l->shared ? l->shared_wake_key : l->wake_key;
-	const char *argv[3] = { "BLPOP", list, seconds };
-	size_t lens[3] = { 5, strlen(list), 0 };
-	struct command blpop = { 3, argv, lens, false };
+	const char *own = l->own_wake_key, *list = l->shared ? l->shared_wake_key : l->wake_key;
+	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the
+	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
+	const char *argv[4] = { "BLPOP", own, list, seconds };
+	size_t lens[4] = { 5, 0, strlen(list), 0 };
+	struct command blpop = { 4, argv, lens, false };
 	bool pipeline, refused = false, woken = false, retire = false;
 	struct answer a;
 	enum conn_result res;
@@ -175,7 +175,15 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
 	block = time_add(block, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
 	snprintf(seconds, sizeof(seconds), "%.3f", (double)(block / NS_PER_MS) / 1e3);
-	lens[2] = strlen(seconds);
+	lens[1] = strlen(own);
+	lens[3] = strlen(seconds);
+	if (!l->ordered) {
+		argv[1] = list;
+		lens[1] = lens[2];
+		argv[2] = seconds;
+		lens[2] = lens[3];
+		blpop.argc = 3;
+	}
 	/* A server times a blocked client out at its next tick (100 ms apart by default), or
 	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
 	 * answers, it is nudged (see conn_nudge). */

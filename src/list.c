@@ -172,8 +172,10 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 		snprintf(mode, sizeof(mode), "shared");
 	else if (st->limit)
 		snprintf(mode, sizeof(mode), "limit %d", st->limit);
-	else
-		snprintf(mode, sizeof(mode), "exclusive");
+	else /* a lock whose line lets only the newest wait says so (--queue latest) */
+		snprintf(mode, sizeof(mode), "%s",
+			 strcmp(lock_discipline_of(st->value), "latest") == 0 ? "latest"
+									      : "exclusive");
 	lock_describe_holder(st->value, holder, sizeof(holder));
 	if ((st->shared || st->limit) && st->holders > 1)
 		snprintf(who, sizeof(who), "%s +%zu", holder, st->holders - 1);

@@ -59,8 +59,17 @@ lock_aux_key(const char *key, const char *suffix)
 	return name;
 }
 
+/* Names the list that wakes us (l->own_wake_key), once there is one, after our value. */
+static void
+name_own_list(struct lock *l)
+{
+	if (l->own_wake_key)
+		snprintf(l->own_wake_key, strlen(l->wake_key) + sizeof(l->value) + 1, "%s:%s",
+			 l->wake_key, l->value);
+}
+
 int
-make_token(char *out, size_t size)
+make_token(struct lock *l)
 {
 	unsigned char bytes[16];
 	char uuid[37], host[256];
@@ -81,8 +90,33 @@ make_token(char *out, size_t size)
 	if (gethostname(host, sizeof(host)) < 0)
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = '\0';
-	snprintf(out, size, "%s:%s:%ld", uuid, host, (long)getpid());
+	snprintf(l->value, sizeof(l->value), "%s:%s:%ld%s", uuid, host, (long)getpid(),
+		 l->token_suffix);
+	name_own_list(l);
 	return 0;
+}
+
+void
+lock_set_discipline(struct lock *l, bool latest, bool cancel_running)
+{
+	l->token_suffix = !latest ? "" : cancel_running ? ":latest:cancel" : ":latest";
+	snprintf(l->value + strlen(l->value), sizeof(l->value) - strlen(l->value), "%s",
+		 l->token_suffix);
+	name_own_list(l);
+}
+
+const char *
+lock_discipline_of(const char *value)
+{
+	/* ":PID:latest", as the scripts find it (see QUEUE_RULES in scripts.c). */
+	for (const char *at = strstr(value, ":latest"); at; at = strstr(at + 1, ":latest")) {
+		const char *d = at;
+		while (d > value && d[-1] >= '0' && d[-1] <= '9')
+			d--;
+		if (d < at && d > value && d[-1] == ':')
+			return "latest";
+	}
+	return "fifo";
 }
 
 int
@@ -93,14 +127,18 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	l->ttl = ttl;
 	l->io_timeout = LOCK_IO_TIMEOUT;
 	l->connect_timeout = LOCK_IO_TIMEOUT;
-	if (make_token(l->value, sizeof(l->value)) < 0)
+	l->token_suffix = "";
+	if (make_token(l) < 0)
 		return -1;
 	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
 	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
 	    !(l->waiting_key = lock_aux_key(key, ":waiting")) ||
 	    !(l->shared_wake_key = lock_aux_key(key, ":wake-shared")) ||
+	    !(l->queue_key = lock_aux_key(key, ":queue")) ||
+	    !(l->own_wake_key = malloc(strlen(l->wake_key) + sizeof(l->value) + 1)) ||
 	    !(l->broken_key = lock_aux_key(key, ":broken")))
 		return -1;
+	name_own_list(l);
 	scripts_init();
 	return 0;
 }
@@ -112,8 +150,11 @@ lock_free(struct lock *l)
 	free(l->wake_key);
 	free(l->waiting_key);
 	free(l->shared_wake_key);
+	free(l->queue_key);
+	free(l->own_wake_key);
 	free(l->broken_key);
-	l->fence_key = l->wake_key = l->waiting_key = l->shared_wake_key = l->broken_key = NULL;
+	l->fence_key = l->wake_key = l->waiting_key = l->shared_wake_key = l->queue_key = NULL;
+	l->broken_key = l->own_wake_key = NULL;
 }
 
 int64_t
@@ -139,22 +180,20 @@ call_init(struct call *call, struct script *s, int nkeys, int nargs, const char 
 }
 
 void
-acquire_call(struct lock *l, bool waiting, bool in_line, bool age, char arg[48], struct call *call)
+acquire_call(struct lock *l, bool waiting, bool in_line, bool age, struct call *call)
 {
-	const char *args[7] = {
-		l->key, l->fence_key, l->wake_key, l->waiting_key, l->shared_wake_key, l->value, arg
-	};
+	const char *args[7] = { LINE_KEYS(l), call->arg };
 
-	snprintf(arg, 48, "%lld:%d:%d:%d:%d", (long long)(l->ttl / NS_PER_MS),
-		 waiting ? LOCK_HANDOFF_MS : 0, l->limit > 1 ? l->limit : 1, in_line, age);
-	call_init(call, kind_of(l)->acquire, 5, 7, args);
+	snprintf(call->arg, sizeof(call->arg), "%lld:%d:%d:%d:%d:%d:%s",
+		 (long long)(l->ttl / NS_PER_MS), waiting ? LOCK_HANDOFF_MS : 0,
+		 l->limit > 1 ? l->limit : 1, in_line, age, l->ordered, l->value);
+	call_init(call, kind_of(l)->acquire, 6, 7, args);
 }
 
 void
 release_call(struct lock *l, long long keep, struct call *call)
 {
-	const char *args[7] = { l->key,       l->wake_key,        l->waiting_key,    l->fence_key,
-				l->shared_wake_key, l->broken_key, call->arg };
+	const char *args[7] = { LINE_KEYS(l), call->arg };
 
 	snprintf(call->arg, sizeof(call->arg), "%lld:%s", keep, l->value);
 	call_init(call, kind_of(l)->release, 6, 7, args);
@@ -276,19 +315,24 @@ ttl_ms(const struct lock *l, char *buf, size_t size)
 int
 lock_parse_holder(const char *value, char *host, size_t size, long *pid)
 {
-	const char *first = strchr(value, ':'), *last = strrchr(value, ':');
+	static const char *const marks[] = { ":kept", ":cancel", ":latest" };
+	const char *first = strchr(value, ':'), *last;
 	size_t len = strlen(value);
 	char *end;
 
-	/* "<36-character uuid>:<host>:<pid>", and ":kept" once released with --min-hold */
-	if (len > 5 && strcmp(value + len - 5, ":kept") == 0)
-		for (last = value + len - 6; last > value && *last != ':'; last--)
-			;
+	/* "<36-character uuid>:<host>:<pid>", then the discipline (":latest", ":latest:cancel")
+	 * and ":kept" once released with --min-hold */
+	for (size_t i = 0; i < ARRAY_LEN(marks); i++)
+		if (len > strlen(marks[i]) &&
+		    strncmp(value + len - strlen(marks[i]), marks[i], strlen(marks[i])) == 0)
+			len -= strlen(marks[i]);
+	for (last = value + len - 1; last > value && *last != ':'; last--)
+		;
 	if (first != value + 36 || last <= first || !last[1])
 		return -1;
 	errno = 0;
 	*pid = strtol(last + 1, &end, 10);
-	if ((*end && strcmp(end, ":kept") != 0) || errno || *pid <= 0)
+	if (end != value + len || errno || *pid <= 0)
 		return -1;
 	snprintf(host, size, "%.*s", (int)(last - first - 1), first + 1);
 	return 0;
@@ -358,6 +402,34 @@ foreign(struct lock *l, const char *address, const struct reply *r, const char *
 	return true;
 }
 
+/* Whether an acquire script's error says that the line's discipline stands in the way (see
+ * QUEUE_RULES in scripts.c): a newer run took our place ("SUPERSEDED HOST:PID"), or KEY's
+ * runs use another discipline ("QUEUE DISCIPLINE VALUE"). l->error (and l->holder) say which. */
+static bool
+queue_refusal(struct lock *l, const char *e)
+{
+	char who[LOCK_HOLDER_MAX];
+
+	if (strncmp(e, "SUPERSEDED ", 11) == 0) {
+		l->superseded = true;
+		snprintf(l->holder, sizeof(l->holder), "%s", e + 11);
+		set_error(l, "%s: superseded by %s (a newer run with --queue latest)", l->key,
+			  e + 11);
+		return true;
+	}
+	if (strncmp(e, "QUEUE ", 6) != 0)
+		return false;
+	e += 6;
+	set_error(l,
+		  "%s is used with --queue %.*s by %s, and this run has --queue %s: every run on "
+		  "one KEY must use the same discipline",
+		  l->key, (int)strcspn(e, " "), e,
+		  lock_describe_holder(e + strcspn(e, " ") + (e[strcspn(e, " ")] != '\0'), who,
+				       sizeof(who)),
+		  lock_discipline_of(l->value));
+	return true;
+}
+
 enum acquire_reply {
 	REPLY_ACQUIRED,
 	REPLY_HELD,
@@ -392,6 +464,8 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	/* Waiting would be for ever: nothing of ours will ever free it. */
 	if (foreign(l, address, r,
 		    "; choose another KEY (or a --prefix), or delete it if nothing uses it"))
+		return REPLY_REFUSED;
+	if (reply_type(r) == REPLY_ERROR && queue_refusal(l, reply_string(r, NULL)))
 		return REPLY_REFUSED;
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
@@ -835,7 +909,7 @@ static enum attempt_outcome
 attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
 {
 	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
-	char acquire[48], took[32], lease[32];
+	char took[32], lease[32];
 	struct call call;
 	struct answer a;
 	int64_t deadline, valid;
@@ -850,7 +924,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt in line.c.) */
 	waiting = q->pipelined || (q->wait != 0 && rd->start < q->wait_deadline);
-	acquire_call(l, waiting, q->in_line, nodes_count(ns) > 1, acquire, &call);
+	acquire_call(l, waiting, q->in_line, nodes_count(ns) > 1, &call);
 	q->in_line = q->in_line || waiting;
 	rd->in_line = waiting;
 	if (q->pipelined)
@@ -1044,6 +1118,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 
 	for (size_t i = 0; i < NODES_MAX; i++)
 		q.unsure_at[i] = -1;
+	l->ordered = nodes_count(ns) == 1;
 	/* With -w, Redis may take a little longer than the wait to answer the last attempt,
 	 * made as the wait runs out; no more. */
 	q.io_cap = wait > 0 ? time_add(q.wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
@@ -1065,7 +1140,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 				snprintf(why, sizeof(why), "%s", l->error);
 				set_unsure_error(l, why);
 			}
-			out = LOCK_UNAVAILABLE;
+			out = l->superseded ? LOCK_SUPERSEDED : LOCK_UNAVAILABLE;
 			break;
 		}
 		if (a == ATTEMPT_NO_QUORUM) {
@@ -1182,6 +1257,13 @@ read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t
 	long long got, up;
 
 	l->holder[0] = '\0';
+	if (reply_type(r) == REPLY_ERROR &&
+	    strncmp(reply_string(r, NULL), "CANCELLED ", 10) == 0) {
+		/* Renewed, by a run that a newer one cancelled (see script_renew). */
+		snprintf(l->cancelled_by, sizeof(l->cancelled_by), "%s",
+			 reply_string(r, NULL) + 10);
+		return LOCK_RENEWED;
+	}
 	if ((got = released(l, r, &up)) > -2)
 		return got == 1                       ? LOCK_RENEWED
 		       : strncmp(l->holder, "broken:", 7) == 0 ? LOCK_TAKEN /* by the breaker */
@@ -1233,7 +1315,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	bool told = false, data_gone = true;
 	char lost[sizeof(l->error)] = "";
 	long long ours = l->fence;
-	char ttl[24], fence[24], holder[LOCK_HOLDER_MAX] = "", acquire[48];
+	char ttl[24], fence[24], holder[LOCK_HOLDER_MAX] = "";
 	const char *args[7] = { l->key, l->fence_key, l->broken_key, l->value, ttl };
 	struct call call, take, raise;
 	struct failures why = { 0 };
@@ -1245,7 +1327,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	call_init(&call, kind_of(l)->renew, 3, 5, args);
 	/* Where we do not hold it, we take it: the run may have been in line there (a grant
 	 * takes it out). */
-	acquire_call(l, false, true, false, acquire, &take);
+	acquire_call(l, false, true, false, &take);
 	fence_call(l, fence, ttl, &raise);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		missing += !nodes_holds(ns, i);
@@ -1549,7 +1631,8 @@ read_line(const struct reply *line, struct lock_state *st)
 		snprintf(st->waiter[st->nwaiters].value, sizeof(st->waiter[0].value), "%.*s",
 			 (int)len, v);
 		st->waiter[st->nwaiters].shared = shared;
-		st->waiter[st->nwaiters].left = ttl_ns(reply_integer(reply_element(line, i + 1)));
+		st->waiter[st->nwaiters].waited = ttl_ns(reply_integer(reply_element(line, i + 1)));
+		st->ordered = st->waiter[st->nwaiters].waited >= 0;
 		st->nwaiters++;
 	}
 	/* A lock's fence is its holder's, which was the server's clock in µs when it took it
@@ -1631,6 +1714,7 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			st->waiting = node[i].waiting;
 			st->waiting_shared = node[i].waiting_shared;
 			st->nwaiters = node[i].nwaiters;
+			st->ordered = node[i].ordered;
 			memcpy(st->waiter, node[i].waiter, sizeof(st->waiter));
 		}
 	}
@@ -1670,7 +1754,7 @@ int
 lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
 	   struct lock_state *st)
 {
-	const char *args[3] = { l->key, l->fence_key, l->waiting_key };
+	const char *args[4] = { l->key, l->fence_key, l->waiting_key, l->queue_key };
 	struct call call;
 	struct answer a;
 
@@ -1681,7 +1765,7 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state
 		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
 			 nodes_address(ns, i));
 	}
-	call_init(&call, &script_query, 3, 3, args);
+	call_init(&call, &script_query, 4, 4, args);
 	call_send_all(ns, &call, deadline, -1);
 	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_state *s = &node[a.node];
@@ -1742,8 +1826,7 @@ int
 lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
 	   struct lock_breaking *node)
 {
-	const char *args[7] = { l->key,		    l->wake_key,   l->waiting_key, l->fence_key,
-				l->shared_wake_key, l->broken_key, by };
+	const char *args[7] = { LINE_KEYS(l), by };
 	size_t answered = 0;
 	struct failures why = { 0 };
 	struct call call;

@@ -23,8 +23,17 @@ struct lock {
 	char *wake_key;             /* the list a release pushes a wake-up to */
 	char *waiting_key;          /* the waiters registered for a wake-up */
 	char *shared_wake_key;      /* the list that wakes shared waiters */
-	char *broken_key;           /* who broke whose lock (--break), for their renewals */
-	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY */
+	char *queue_key;            /* the line's arrival order (see LINE in scripts.c) */
+	char *own_wake_key;         /* the list that wakes us in an ordered line: wake_key:value */
+	char *broken_key;           /* what others did to whom: --break, --queue latest, and
+				     * --cancel-running write it, for the runs they ended */
+	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY, and
+				     * the discipline (token_suffix) */
+	const char *token_suffix;   /* "" (--queue fifo), ":latest" or ":latest:cancel" */
+	bool ordered;               /* the line keeps arrival order: one node (see LINE) */
+	char cancelled_by[LOCK_HOLDER_MAX]; /* who cancelled our run (--cancel-running): a
+					     * renewal says so; "" until then */
+	bool superseded;                    /* an attempt said LOCK_SUPERSEDED */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
 	int64_t connect_timeout;    /* how long a server that never answered this run may take
@@ -70,6 +79,13 @@ struct lock {
 int lock_init(struct lock *l, const char *key, int64_t ttl);
 void lock_free(struct lock *l);
 
+/* The line's discipline (--queue latest, --cancel-running), written in the token, where every
+ * script reads it: the default keeps arrival order. */
+void lock_set_discipline(struct lock *l, bool latest, bool cancel_running);
+
+/* The discipline written in a value (a holder's or waiter's): "latest" or "fifo". */
+const char *lock_discipline_of(const char *value);
+
 /* When the lease taken by a request sent at `sent` can no longer be trusted, on the local
  * clock: sent + TTL, less the allowance for clock drift (1% of TTL + 2 ms). */
 int64_t lock_lease_deadline(const struct lock *l, int64_t sent);
@@ -90,6 +106,8 @@ enum lock_result {
 			   * release sent as we gave up never reached the server: then it
 			   * expires by itself) */
 	LOCK_UNAVAILABLE, /* Redis could not be reached, or refused: l->error says why */
+	LOCK_SUPERSEDED,  /* not acquired: a newer run with --queue latest took our place in
+			   * line; l->holder says who, "HOST:PID" */
 };
 
 /*
@@ -180,11 +198,13 @@ struct lock_state {
 				      * keeps it taken for the rest of ttl */
 	long long waiting;           /* how many wait for it, */
 	long long waiting_shared;    /* of which shared */
-	size_t nwaiters;             /* some of them: exclusive ones first */
+	size_t nwaiters;             /* some of them: the first in arrival order, when the line
+				      * keeps it (ordered), else exclusive ones first */
+	bool ordered;
 	struct {
 		char value[LOCK_HOLDER_MAX];
 		bool shared;
-		int64_t left; /* what is left of its place in line (ns) */
+		int64_t waited; /* how long it has been in line (ns); -1 when not ordered */
 	} waiter[LOCK_STATE_WAITERS];
 };
 

@@ -82,6 +82,11 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 				msg_info("%s; giving up after %s", l->error, buf);
 			child_free(ch);
 			exit(o->conflict_status);
+		case LOCK_SUPERSEDED:
+			/* Said even without -v: the run never will have its turn. */
+			msg_error("%s", l->error);
+			child_free(ch);
+			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:
 			child_free(ch);
 			msg_fatal(STATUS_UNAVAILABLE, "%s", l->error);
@@ -272,6 +277,7 @@ main(int argc, char *argv[])
 	lock.connect_timeout = o.connect_timeout;
 	lock.limit = o.limit;
 	lock.shared = o.shared;
+	lock_set_discipline(&lock, o.latest, o.cancel_running);
 	if (o.replicas) {
 		lock.replicas = o.replicas;
 		lock.replicas_timeout = o.replicas_timeout;

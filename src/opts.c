@@ -32,6 +32,8 @@ enum {
 	OPT_MIN_HOLD,
 	OPT_CONNECT_TIMEOUT,
 	OPT_PREFIX,
+	OPT_QUEUE,
+	OPT_CANCEL_RUNNING,
 };
 
 static const char short_options[] = "+:r:t:nw:E:c:l:sxevqhV";
@@ -53,6 +55,8 @@ static const struct option long_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "cancel-running", no_argument, NULL, OPT_CANCEL_RUNNING },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "break", no_argument, NULL, OPT_BREAK },
@@ -116,6 +120,13 @@ opts_print_help(FILE *out)
 		"      --max-hold DURATION    stop COMMAND once it has held the lock this long",
 		"      --min-hold DURATION    keep the lock taken this long after it was acquired,",
 		"                             even when COMMAND ends sooner (cron clock skew)",
+		"      --queue fifo|latest    the line's discipline: arrival order (fifo, the",
+		"                             default), or only the newest waits (latest: an",
+		"                             older waiter exits with the conflict status);",
+		"                             every run on KEY must use the same",
+		"      --cancel-running       with --queue latest: a newer run also stops the",
+		"                             running command, if it was started with",
+		"                             --cancel-running too (it then exits 77)",
 		"      --prefix STRING        put STRING in front of KEY: a namespace for a team's",
 		"                             locks (default $REDLOCK_PREFIX)",
 		"      --status               say who holds KEY, since when, for how long, with",
@@ -163,7 +174,8 @@ opts_print_help(FILE *out)
 		"",
 		"Exit status: COMMAND's own; 128+N if it was killed by signal N; 64 usage error;",
 		"69 Redis unavailable; 71 system error; 75 lock not acquired (see -E);",
-		"76 lock lost while COMMAND ran; 124 --max-hold ran out;",
+		"76 lock lost while COMMAND ran; 77 cancelled by a newer run (--cancel-running);",
+		"124 --max-hold ran out;",
 		"126 COMMAND not executable; 127 COMMAND not found.",
 		"",
 		"See redlock-run(1) for the details.",
@@ -633,6 +645,16 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			if (!take_duration("--min-hold", optarg, &o->min_hold, err, size))
 				return OPTS_USAGE_ERROR;
 			break;
+		case OPT_QUEUE:
+			if (strcmp(optarg, "fifo") != 0 && strcmp(optarg, "latest") != 0)
+				return usage_error(err, size,
+						   "invalid --queue '%s' (fifo or latest)", optarg);
+			o->queue_given = true;
+			o->latest = strcmp(optarg, "latest") == 0;
+			break;
+		case OPT_CANCEL_RUNNING:
+			o->cancel_running = true;
+			break;
 		case OPT_BREAK:
 			o->brk = true;
 			break;
@@ -810,6 +832,21 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			"holders to %d; use one server (a Sentinel or a cluster URL counts "
 			"as one)",
 			o->limit, nurls, o->limit);
+	} else if (out == OPTS_RUN && o->queue_given && o->nurls > 1) {
+		opts_free(o);
+		out = usage_error(err, size,
+				  "--queue with %zu servers: each server of a quorum sees arrivals "
+				  "in an order of its own; use one server (a Sentinel or a cluster "
+				  "URL counts as one)",
+				  nurls);
+	} else if (out == OPTS_RUN && o->latest && (o->shared || o->limit > 1)) {
+		opts_free(o);
+		out = usage_error(err, size,
+				  "--queue latest is for a lock: not with %s", o->shared ? "--shared"
+											: "--limit");
+	} else if (out == OPTS_RUN && o->cancel_running && !o->latest) {
+		opts_free(o);
+		out = usage_error(err, size, "--cancel-running goes with --queue latest");
 	}
 	return out;
 }

@@ -48,6 +48,9 @@ struct opts {
 	int64_t min_hold;         /* the lock stays taken this long after it was acquired; 0 */
 	int limit;                /* --limit: up to this many holders at once (1: a lock) */
 	bool shared;              /* -s: shared with other shared holders (-x, -e: not) */
+	bool queue_given;         /* --queue was given */
+	bool latest;              /* --queue latest: only the newest waits (else fifo) */
+	bool cancel_running;      /* --cancel-running: the newest also stops the running one */
 	int64_t connect_timeout;  /* a server that has not answered by then is not there */
 	int replicas;             /* --wait-replicas N: 0, or how many must acknowledge */
 	int64_t replicas_timeout; /* and how long they may take (ns) */

@@ -110,17 +110,29 @@ json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
 		fputs("null}", out);
 }
 
-/* The line's fields: "waiting", how many, and "waiters", some of them: {"host", "pid",
- * "token", "mode", "place_ms"}. */
+/* The line's discipline (--queue), as its holder's value, or else its first waiter's, says. */
+static const char *
+discipline(const struct lock_state *st)
+{
+	return lock_discipline_of(st->held ? st->value : st->nwaiters ? st->waiter[0].value : "");
+}
+
+/* The line's fields: "queue", its discipline, "waiting", how many, "in_order", whether
+ * "waiters" are the first of them in arrival order (else some of them): {"host", "pid",
+ * "token", "mode", "waited_ms"}. */
 static void
 json_line(FILE *out, const struct lock_state *st)
 {
-	fprintf(out, ", \"waiting\": %lld, \"waiters\": [", st->waiting);
+	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
+		discipline(st), st->waiting, st->ordered ? "true" : "false");
 	for (size_t i = 0; i < st->nwaiters; i++) {
 		json_who(out, i, st->waiter[i].value);
-		fprintf(out, ", \"mode\": \"%s\", \"place_ms\": %lld}",
-			st->waiter[i].shared ? "shared" : "exclusive",
-			(long long)(st->waiter[i].left / NS_PER_MS));
+		fprintf(out, ", \"mode\": \"%s\", \"waited_ms\": ",
+			st->waiter[i].shared ? "shared" : "exclusive");
+		if (st->waiter[i].waited >= 0)
+			fprintf(out, "%lld}", (long long)(st->waiter[i].waited / NS_PER_MS));
+		else
+			fputs("null}", out);
 	}
 	fputs("]", out);
 }
@@ -301,19 +313,25 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	fputc('\n', out);
 }
 
-/* "  N waiting: HOLDER, HOLDER (shared), ... and M more", after prefix, when any wait. */
+/* "  N waiting (--queue fifo), in arrival order: HOLDER for 3s, HOLDER (shared) for 1s, ... and M
+ * more", after prefix, when any wait. */
 static void
 text_line(FILE *out, const char *prefix, const struct lock_state *st)
 {
-	char who[LOCK_HOLDER_MAX];
+	char who[LOCK_HOLDER_MAX], waited[32];
 
 	if (st->waiting <= 0)
 		return;
-	fprintf(out, "%s%lld waiting", prefix, st->waiting);
+	fprintf(out, "%s%lld waiting (--queue %s)%s", prefix, st->waiting, discipline(st),
+		st->ordered ? ", in arrival order" : "");
 	for (size_t i = 0; i < st->nwaiters; i++)
-		fprintf(out, "%s %s%s", i ? "," : ":",
+		fprintf(out, "%s %s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
-			st->waiter[i].shared ? " (shared)" : "");
+			st->waiter[i].shared ? " (shared)" : "",
+			st->waiter[i].waited >= 0 ? " for " : "",
+			st->waiter[i].waited >= 0
+				? duration_format(st->waiter[i].waited, waited, sizeof(waited))
+				: "");
 	if ((long long)st->nwaiters < st->waiting)
 		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
 	fputc('\n', out);

@@ -20,13 +20,14 @@
 	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 
 /* `clock()`: the same, asked of the server once, the first time a script needs it (a grant on
- * a free lock never does). */
+ * a free lock never does); `now_us` then holds it in µs. */
 #define CLOCK                                                                                      \
-	"local now\n"                                                                              \
+	"local now, now_us\n"                                                                      \
 	"local function clock()\n"                                                                 \
 	"  if not now then\n"                                                                      \
 	"    local t = redis.call('TIME')\n"                                                       \
-	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
+	"    now_us = t[1] * 1000000 + t[2]\n"                                                     \
+	"    now = math.floor(now_us / 1000)\n"                                                    \
 	"  end\n"                                                                                  \
 	"  return now\n"                                                                           \
 	"end\n"
@@ -80,11 +81,13 @@
  * expired, or that our own earlier request deleted. */
 /* `broken_by(broken, me)`: who broke our lock with --break (the hash `broken`, see
  * script_break), or false; false too for a user not allowed HGET (an ACL made for 0.2.0), who
- * then hears that the lock went, as before. */
+ * then hears that the lock went, as before. The same hash tells runs of a deploy queue what
+ * others did to them, "superseded by HOST:PID" or "cancelled by HOST:PID" (see QUEUE_RULES): a
+ * fate with a space in it is not a break. */
 #define BROKEN_BY                                                                                  \
 	"local function broken_by(broken, me)\n"                                                   \
 	"  local by = redis.pcall('HGET', broken, me)\n"                                           \
-	"  return type(by) == 'string' and by\n"                                                   \
+	"  return type(by) == 'string' and not string.find(by, ' ', 1, true) and by\n"             \
 	"end\n"
 
 #define NOT_OURS(fence, broken, me)                                                                \
@@ -93,12 +96,13 @@
 	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1,\n"                    \
 	"    broken_by(" broken ", " me ")}\n"
 
-/* The acquire scripts' ARGV[2], "TTL:HANDOFF:N:IN_LINE:AGE", five numbers in one argument
- * (which leaves room for a fifth key within ten arguments): the lease `ttl` in ms, `handoff`
+/* The acquire scripts' ARGV[1], "TTL:HANDOFF:N:IN_LINE:AGE:ORDERED:VALUE", in one argument
+ * (which leaves room for six keys within ten arguments): the lease `ttl` in ms, `handoff`
  * (see WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise), `in_line`, true when an earlier
- * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE), and
- * `age`, true when a grant must say how old the server's data is (see AGE). A first attempt
- * on one server, the common case, pays for neither. */
+ * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE), `age`, true
+ * when a grant must say how old the server's data is (see AGE), `ordered`, true when the line
+ * keeps arrival order (one node: see LINE), and our `value`, the token. A first attempt on one
+ * server, the common case, pays for none of it. */
 /*
  * `alien()`: what KEY holds when redlock-run did not write it, or nil when it did (or KEY is
  * gone): a string that is not a token ("<uuid>:<host>:<pid>", and ":kept" once released with
@@ -107,7 +111,7 @@
  * scripts), or another type. `foreign()`: the error reply that says so, "FOREIGN what". Only
  * called where KEY is already found to be out of the ordinary: the common paths pay nothing.
  */
-#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.*:%d+[:ekpt]*$'"
+#define TOKEN_PATTERN "'^%x+%-%x+%-%x+%-%x+%-%x+:.*:%d+[:%a]*$'"
 #define ALIEN                                                                                      \
 	"local function alien()\n"                                                                 \
 	"local kind = redis.call('TYPE', KEYS[1]).ok\n"                                            \
@@ -130,52 +134,169 @@
 	"end\n"
 
 #define ARGS                                                                                       \
-	"local ttl, handoff, limit, in_line, age =\n"                                              \
-	"  string.match(ARGV[2], '^(%d+):(%d+):(%d+):([01]):([01])$')\n"                          \
+	"local ttl, handoff, limit, in_line, age, ordered, value =\n"                              \
+	"  string.match(ARGV[1], '^(%d+):(%d+):(%d+):([01]):([01]):([01]):(.+)$')\n"              \
 	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
-	"in_line, age = in_line == '1', age == '1'\n"                                              \
-	CLOCK FENCE AGE ALIEN
-#define LEAVE_LINE "if in_line then redis.call('ZREM', KEYS[4], me) end\n"
-
-/*
- * The line (KEYS[4] of the acquire scripts) is a sorted set of waiters, each scored by when its
- * place ends: shortly after the lease it waits out (server time, ms). An exclusive waiter (or a
- * semaphore's) is its value, scored by that time; a shared one is "s:" and its value, scored by
- * the time's negation. So every place that is over, of either kind, lies in [-now, now], and
- * each kind is counted with one ZCOUNT: no script reads the whole line, and a handoff costs the
- * same whatever its length (DESIGN §3).
- */
-
-/* `exclusive_waiters(line)`: how many exclusive waiters are in `line` (a key) as of `now`, once
- * the places that are over have left it. */
-#define EXCLUSIVE_WAITERS                                                                          \
-	"local function exclusive_waiters(line)\n"                                                 \
-	"  redis.call('ZREMRANGEBYSCORE', line, -now, now)\n"                                      \
-	"  return redis.call('ZCOUNT', line, '(' .. now, '+inf')\n"                                \
+	"in_line, age, ordered = in_line == '1', age == '1', ordered == '1'\n"                     \
+	CLOCK FENCE AGE ALIEN LINE QUEUE_RULES
+/* A grant takes us out of the line we may be in, and clears the wake-ups meant for us. */
+#define LEAVE_LINE                                                                                 \
+	"if in_line then\n"                                                                        \
+	"  redis.call('ZREM', places, me)\n"                                                       \
+	"  redis.call('ZREM', queue_of(me), me)\n"                                                 \
+	"  redis.call('DEL', list_of(me), wake)\n"                                                 \
 	"end\n"
 
-/* Wakes every shared waiter in `line` (a key) as of `now`, on their wake list `list` (a key):
- * one wake-up each, which lasts a handoff allowance. */
-#define WAKE_ALL_SHARED(line, list)                                                                \
-	"local shared = redis.call('ZCOUNT', " line ", '-inf', '(' .. -now)\n"                     \
-	"for _ = 1, shared do redis.call('RPUSH', " list ", 1) end\n"                              \
-	"if shared > 0 then redis.call('PEXPIRE', " list ", " HANDOFF_MS ") end\n"
+/*
+ * The line. The scripts that touch it take the same keys: KEYS[1] the lock, KEYS[2] its fence
+ * counter, KEYS[3] `wake`, KEYS[4] `places`, KEYS[5] `queue`, KEYS[6] `fates` (see BROKEN_BY).
+ *
+ * `places` is a sorted set of waiters, each scored by when its place ends: shortly after the
+ * lease it waits out (server time, ms). An exclusive waiter (or a semaphore's) is its value,
+ * scored by that time; a shared one is "s:" and its value, scored by the time's negation. So
+ * every place that is over, of either kind, lies in [-now, now], and each kind is counted with
+ * one ZCOUNT.
+ *
+ * Arrival order is kept in `queue` (exclusive and semaphore waiters) and `queue`-shared (shared
+ * ones): sorted sets of the same members, scored by when each first took its place (server
+ * time, µs). The first of them whose place lasts goes first; those whose places are over leave
+ * both sets as they are met at the front (`firsts`), so no script reads the whole line, and a
+ * handoff costs the same whatever its length (DESIGN §3). A release wakes whoever is next on a
+ * wake list of their own, `wake`:VALUE (`list_of`), which only they block on. A line over a
+ * Redlock quorum keeps no order (`ordered` is false: each server would see arrivals in an
+ * order of its own, and keeping each one's could leave every contender with a minority), nor
+ * do waiters of redlock-run 0.2.0: they are woken on the shared lists `wake` and `wake`-shared,
+ * as before.
+ *
+ * (A release cannot name in KEYS the waiter it will wake: the wake lists are named here, from
+ * KEYS[3], in KEY's hash slot like every other key.)
+ */
+#define LINE                                                                                       \
+	"local wake, places, queue, fates = KEYS[3], KEYS[4], KEYS[5], KEYS[6]\n"                  \
+	"local function queue_of(w)\n"                                                             \
+	"  return string.sub(w, 1, 2) == 's:' and queue .. '-shared' or queue\n"                  \
+	"end\n"                                                                                    \
+	"local function list_of(w)\n"                                                              \
+	"  return wake .. ':' .. (string.sub(w, 1, 2) == 's:' and string.sub(w, 3) or w)\n"        \
+	"end\n"                                                                                    \
+	"local function push(list)\n"                                                              \
+	"  redis.call('RPUSH', list, 1)\n"                                                         \
+	"  redis.call('PEXPIRE', list, " HANDOFF_MS ")\n"                                          \
+	"end\n"                                                                                    \
+	"local function firsts(q, n)\n"                                                            \
+	"  local out, from = {}, 0\n"                                                              \
+	"  while #out < 2 * n do\n"                                                                \
+	"    local h = redis.call('ZRANGE', q, from, from + n - 1 - #out / 2, 'WITHSCORES')\n"     \
+	"    if #h == 0 then break end\n"                                                          \
+	"    for i = 1, #h, 2 do\n"                                                                \
+	"      local s = redis.call('ZSCORE', places, h[i])\n"                                     \
+	"      if s and math.abs(tonumber(s)) > clock() then\n"                                    \
+	"        out[#out + 1] = h[i]\n"                                                           \
+	"        out[#out + 1] = tonumber(h[i + 1])\n"                                             \
+	"        from = from + 1\n"                                                                \
+	"      else\n"                                                                             \
+	"        redis.call('ZREM', q, h[i])\n"                                                    \
+	"        if s then redis.call('ZREM', places, h[i]) end\n"                                 \
+	"      end\n"                                                                              \
+	"    end\n"                                                                                \
+	"  end\n"                                                                                  \
+	"  return out\n"                                                                           \
+	"end\n"                                                                                    \
+	"local function place_left(w)\n"                                                           \
+	"  return math.abs(tonumber(redis.call('ZSCORE', places, w))) - clock()\n"                 \
+	"end\n"                                                                                    \
+	"local function wake_next(room)\n"                                                         \
+	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
+	"  local x, s = firsts(queue, room), firsts(queue .. '-shared', 1)\n"                      \
+	"  if x[1] and not (s[1] and s[2] < x[2]) then\n"                                          \
+	"    for i = 1, #x, 2 do\n"                                                                \
+	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
+	"      push(list_of(x[i]))\n"                                                              \
+	"    end\n"                                                                                \
+	"  elseif s[1] then\n"                                                                     \
+	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
+	"                                  x[1] and '(' .. x[2] or '+inf')) do\n"                  \
+	"      push(list_of(w))\n"                                                                 \
+	"    end\n"                                                                                \
+	"  else\n"                                                                                 \
+	"    local t = clock()\n"                                                                   \
+	"    redis.call('ZREMRANGEBYSCORE', places, -t, t)\n"                                      \
+	"    if redis.call('ZCOUNT', places, '(' .. t, '+inf') > 0 then\n"                         \
+	"      push(wake)\n"                                                                       \
+	"    else\n"                                                                               \
+	"      local shared = redis.call('ZCOUNT', places, '-inf', '(' .. -t)\n"                   \
+	"      for _ = 1, shared do redis.call('RPUSH', wake .. '-shared', 1) end\n"               \
+	"      if shared > 0 then redis.call('PEXPIRE', wake .. '-shared', " HANDOFF_MS ") end\n"  \
+	"    end\n"                                                                                \
+	"  end\n"                                                                                  \
+	"end\n"
 
-/* An exclusive waiter left the line, and nobody holds KEY exclusively: unless another
- * exclusive one waits, the shared waiters that waited behind it may go. (The script's own
- * `now`, where it has one.) */
-#define WAKE_SHARED(line, list)                                                                    \
-	NOW EXCLUSIVE_WAITERS "if exclusive_waiters(" line ") == 0 then\n" WAKE_ALL_SHARED(         \
-		line, list) "end\n"
+/*
+ * The line's discipline (--queue), written in each run's value: "<uuid>:<host>:<pid>" keeps
+ * arrival order (fifo), ":latest" after it lets only the newest wait, and ":latest:cancel" also
+ * consents to be stopped by a newer run that asks for it. Every run on a KEY must agree; a
+ * script finding another discipline answers "QUEUE theirs THEIR_VALUE".
+ *
+ * `supersede()`: a newcomer with --queue latest takes the places of every waiter before it:
+ * each learns why from `fates` ("superseded by HOST:PID") when it looks again, which a wake-up
+ * makes it do at once. `cancel(holder)`: a newcomer with --cancel-running marks the holder
+ * "cancelled by HOST:PID" in `fates`, if it consented; its next renewal finds it (see
+ * script_renew). Both last as long as those who must read them may take to.
+ */
+#define QUEUE_RULES                                                                                \
+	"local function discipline(v)\n"                                                           \
+	"  return string.find(v, ':%d+:latest') and 'latest' or 'fifo'\n"                          \
+	"end\n"                                                                                    \
+	"local function cancellable(v)\n"                                                          \
+	"  return type(v) == 'string' and string.find(v, ':%d+:latest:cancel') ~= nil\n"           \
+	"end\n"                                                                                    \
+	"local function disagree(theirs)\n"                                                        \
+	"  return redis.error_reply('QUEUE ' .. discipline(theirs) .. ' ' .. theirs)\n"            \
+	"end\n"                                                                                    \
+	"local function keep_fates(life)\n"                                                        \
+	"  if redis.call('PTTL', fates) < life then redis.call('PEXPIRE', fates, life) end\n"      \
+	"end\n"                                                                                    \
+	"local function who(v) return string.match(v, '^[^:]*:([^:]*:%d+)') or v end\n"           \
+	"local function supersede(me)\n"                                                           \
+	"  if redis.call('EXISTS', queue) == 0 then return end\n"                                  \
+	"  local life = 0\n"                                                                       \
+	"  for _ = 1, 64 do\n"                                                                     \
+	"    local o = firsts(queue, 1)[1]\n"                                                      \
+	"    if not o then break end\n"                                                            \
+	"    if discipline(o) ~= 'latest' then return disagree(o) end\n"                           \
+	"    life = math.max(life, place_left(o))\n"                                               \
+	"    redis.call('ZREM', queue, o)\n"                                                       \
+	"    redis.call('ZREM', places, o)\n"                                                      \
+	"    redis.call('HSET', fates, o, 'superseded by ' .. who(me))\n"                          \
+	"    push(list_of(o))\n"                                                                   \
+	"  end\n"                                                                                  \
+	"  if life > 0 then keep_fates(life) end\n"                                                \
+	"end\n"                                                                                    \
+	"local function cancel(me, holder, life)\n"                                                \
+	"  if cancellable(me) and cancellable(holder) then\n"                                      \
+	"    redis.call('HSETNX', fates, holder, 'cancelled by ' .. who(me))\n"                    \
+	"    keep_fates(life)\n"                                                                   \
+	"  end\n"                                                                                  \
+	"end\n"                                                                                    \
+	"local function superseded(me)\n"                                                          \
+	"  if not in_line or discipline(me) ~= 'latest' then return end\n"                         \
+	"  local fate = redis.pcall('HGET', fates, me)\n"                                          \
+	"  if type(fate) == 'string' and string.sub(fate, 1, 14) == 'superseded by ' then\n"       \
+	"    redis.call('ZREM', places, me)\n"                                                     \
+	"    return redis.error_reply('SUPERSEDED ' .. string.sub(fate, 15))\n"                    \
+	"  end\n"                                                                                  \
+	"end\n"
 
 /*
  * The acquire scripts' end when the lock is held: with `handoff` ms (see ARGS) > 0, the waiter
- * `me` takes its place in KEYS[4] (see above; `side` is 1, or -1 for a shared one) until that
- * long after the `pttl` ms left of what it waits for, as of `now`, so that the release wakes it;
- * otherwise it leaves that line. A release wakes one of the others, or, when only shared ones
- * wait, all of them.
+ * `me` takes its place in `places` (see LINE; `side` is 1, or -1 for a shared one) until that
+ * long after the `pttl` ms left of what it waits for, as of `now`, and 2% of that more (the
+ * waiter looks again 1% after it, see wait_margin in line.c: its place must outlast that, or it
+ * would lose its turn), so that the release wakes it;
+ * a newcomer to an ordered line also takes its turn in the queue of its kind (which lasts an
+ * hour after the last arrival, or the wait if longer). Otherwise it leaves that line.
  *
- * The line's key lives as long as the latest place: the places of one KEY's waiters end
+ * The places' key lives as long as the latest place: the places of one KEY's waiters end
  * together, shortly after the lease they all wait out, and a waiter takes its place again each
  * time it looks, so setting the key's life to ours costs one command, not two. (Should it end an
  * older waiter's longer place early, that waiter's wake-up waits for the lease it waits out,
@@ -183,11 +304,29 @@
  */
 #define WAIT_IN_LINE                                                                               \
 	"if handoff > 0 then\n"                                                                    \
-	"  local life = math.max(pttl, 0) + handoff\n"                                             \
-	"  redis.call('ZADD', KEYS[4], side * (clock() + life), me)\n"                                 \
-	"  redis.call('PEXPIRE', KEYS[4], life)\n"                                                 \
+	"  local life = math.max(pttl, 0) + math.floor(math.max(pttl, 0) / 50) + handoff\n"        \
+	"  local new = redis.call('ZADD', places, side * (clock() + life), me)\n"                  \
+	"  redis.call('PEXPIRE', places, life)\n"                                                  \
+	"  if ordered and new == 1 then\n"                                                         \
+	"    redis.call('ZADD', queue_of(me), 'NX', now_us, me)\n"                                 \
+	"    redis.call('PEXPIRE', queue_of(me), math.max(life, " FENCE_KEEP_MS "))\n"             \
+	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
-	"  redis.call('ZREM', KEYS[4], me)\n"                                                      \
+	"  redis.call('ZREM', places, me)\n"                                                       \
+	"  if in_line then redis.call('ZREM', queue_of(me), me) end\n"                             \
+	"end\n"
+
+/*
+ * `ahead(mine)`: in an ordered line, the waiter who goes before an exclusive newcomer (`mine`
+ * nil) or before us, who took our turn at `mine`: the first of either queue, unless it is us.
+ * Nil when nobody does.
+ */
+#define AHEAD                                                                                      \
+	"local function ahead(mine)\n"                                                             \
+	"  local x, s = firsts(queue, 1), firsts(queue .. '-shared', 1)\n"                         \
+	"  local w, at = x[1], x[2]\n"                                                             \
+	"  if s[1] and (not w or s[2] < at) then w, at = s[1], s[2] end\n"                         \
+	"  if w and w ~= me and not (mine and mine < at) then return w end\n"                      \
 	"end\n"
 
 /*
@@ -211,51 +350,73 @@
  * semaphore's scripts below): shared holders, whom an exclusive one waits for, or a
  * semaphore's, which it refuses to mix with.
  *
- * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the wake list, KEYS[4] the waiters,
- * KEYS[5] the shared waiters' wake list; ARGV[1] our value, ARGV[2] as ARGS says. (Ten
- * arguments at most:
- * Redis answers a longer command from a client that has not authenticated with a protocol
- * error instead of NOAUTH.)
+ * KEYS as LINE says; ARGV[1] as ARGS says. (Ten arguments at most: Redis answers a longer
+ * command from a client that has not authenticated with a protocol error instead of NOAUTH.)
  *
  * Returns {1, fence, 1, data_age()} when the lock is ours: taken now (the common case; taken by a
- * waiter, the wake-ups meant for an earlier release are cleared), or taken by an earlier request
- * with the same value whose reply was lost (its lease is refreshed and its fence returned).
- * Otherwise {0, the holder's PTTL, the holder's value} (the shared holder whose lease ends last);
- * a waiter is then registered until shortly after that, so that the release wakes it. An error
- * "LIMIT …" when KEY is a semaphore. A waiter looking again while the holder keeps the lock costs
- * the server six commands, this call included.
+ * waiter, the wake-ups meant for it are cleared), or taken by an earlier request with the same
+ * value whose reply was lost (its lease is refreshed and its fence returned). Otherwise {0, the
+ * holder's PTTL, the holder's value} (the shared holder whose lease ends last), or, when KEY is
+ * free but an ordered line has a waiter who goes first, {0, what that waiter's place has left,
+ * its value}; a waiter is then registered until shortly after that, so that the release wakes
+ * it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder uses another
+ * discipline, "SUPERSEDED HOST:PID" when a newer run took our place (see QUEUE_RULES). A
+ * waiter looking again while the holder keeps the lock costs the server six commands, this call
+ * included; a first attempt on a free lock, two more than SET alone (TIME, and EXISTS for the
+ * line that may be in front of it).
  */
 static struct script script_acquire = {
 	.writes = true,
-	.text = ARGS
-	"local me, side = ARGV[1], 1\n" TAKE
-	"local holder = take()\n"
-	"if not holder then\n"
-	"  if in_line then\n"
-	"    redis.call('ZREM', KEYS[4], me)\n"
-	"    redis.call('DEL', KEYS[3])\n"
+	.text = ARGS "local me, side = value, 1\n" TAKE AHEAD
+	"local first, holder, readers, pttl\n"
+	"local e = superseded(me)\n"
+	"if e then return e end\n"
+	"if handoff > 0 and not in_line and discipline(me) == 'latest' then\n"
+	"  e = supersede(me)\n"
+	"  if e then return e end\n"
+	"end\n"
+	"if ordered and not in_line and redis.call('EXISTS', queue, queue .. '-shared') > 0 then\n"
+	"  first = ahead(nil)\n"
+	"end\n"
+	"if not first then\n"
+	"  holder = take()\n"
+	"  if not holder and ordered and in_line then\n"
+	"    first = ahead(tonumber(redis.call('ZSCORE', queue, me)))\n"
+	"    if first then redis.call('DEL', KEYS[1]) end\n"
 	"  end\n"
+	"end\n"
+	"if not first and not holder then\n" LEAVE_LINE
 	"  return {1, fence(), 1, data_age()}\n"
 	"end\n"
-	"if holder == me then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
-	"  return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
-	"end\n"
-	"local readers, pttl = type(holder) == 'table', redis.call('PTTL', KEYS[1])\n"
-	"if readers then\n"
-	"  local tag = redis.pcall('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
-	"  if pttl < 0 or tag ~= 'shared' and not (tag and string.match(tag, '^limit:%d+$')) then\n"
+	"if first then\n"
+	"  if redis.call('LLEN', list_of(first)) == 0 then push(list_of(first)) end\n"
+	"  holder, pttl = string.gsub(first, '^s:', ''), place_left(first)\n"
+	"else\n"
+	"  if holder == me then\n"
+	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
+	"    return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
+	"  end\n"
+	"  readers, pttl = type(holder) == 'table', redis.call('PTTL', KEYS[1])\n"
+	"  if readers then\n"
+	"    local tag = redis.pcall('ZRANGEBYSCORE', KEYS[1], -1, -1)[1]\n"
+	"    if pttl < 0 or tag ~= 'shared' and not (tag and string.match(tag, '^limit:%d+$')) then\n"
+	"      return foreign()\n"
+	"    end\n"
+	"    if tag ~= 'shared' then\n"
+	"      return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
+	"        string.sub(tag, 7) .. ', not as a lock')\n"
+	"    end\n"
+	"    holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
+	"  elseif pttl < 0 or not string.match(holder, " TOKEN_PATTERN ") then\n"
 	"    return foreign()\n"
 	"  end\n"
-	"  if tag ~= 'shared' then\n"
-	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
-	"      string.sub(tag, 7) .. ', not as a lock')\n"
-	"  end\n"
-	"  holder = redis.call('ZRANGE', KEYS[1], -1, -1)[1]\n"
-	"elseif pttl < 0 or not string.match(holder, " TOKEN_PATTERN ") then\n"
-	"  return foreign()\n"
-	"end\n" WAIT_IN_LINE
-	"if readers and handoff == 0 and in_line then\n" WAKE_SHARED("KEYS[4]", "KEYS[5]") "end\n"
+	"end\n"
+	"if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
+	"if handoff > 0 and not in_line and not first then\n"
+	"  cancel(me, holder, math.max(pttl, 0) + handoff)\n"
+	"end\n"
+	WAIT_IN_LINE
+	"if readers and handoff == 0 and in_line then wake_next(1) end\n"
 	"return {0, pttl, holder}\n",
 };
 
@@ -266,15 +427,23 @@ static struct script script_acquire = {
 
 /*
  * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] the breakers (see script_break); ARGV[1]
- * our value, ARGV[2] the TTL in ms. Returns 1 when the lease was extended; otherwise says what
- * became of the lock: the new holder's value (a shared one's, if shared holders took it), or
- * as NOT_OURS says (always, when it was broken).
+ * our value, ARGV[2] the TTL in ms. Returns 1 when the lease was extended, or, extended still,
+ * an error "CANCELLED HOST:PID" once a newer run cancelled ours (--cancel-running, see
+ * QUEUE_RULES: only a value that consented pays for asking); otherwise says what became of the
+ * lock: the new holder's value (a shared one's, if shared holders took it), or as NOT_OURS says
+ * (always, when it was broken).
  */
 static struct script script_renew = {
 	.writes = true,
 	.text = BROKEN_BY "local holder = redis.pcall('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" KEEP_FENCE
+		"  if string.find(ARGV[1], ':%d+:latest:cancel') then\n"
+		"    local fate = redis.pcall('HGET', KEYS[3], ARGV[1])\n"
+		"    if type(fate) == 'string' and string.sub(fate, 1, 13) == 'cancelled by ' then\n"
+		"      return redis.error_reply('CANCELLED ' .. string.sub(fate, 14))\n"
+		"    end\n"
+		"  end\n"
 		"  return 1\n"
 		"end\n"
 		"if not broken_by(KEYS[3], ARGV[1]) then\n"
@@ -284,50 +453,30 @@ static struct script script_renew = {
 };
 
 /*
- * The release scripts' end, when anyone waits (KEYS[3]): the places that are over leave the
- * line; if any exclusive waiter is left, one wake-up goes on the wake list (KEYS[2]), which
- * BLPOP hands to exactly one of them; if only shared ones are, each gets one on theirs (KEYS[5]).
- * Wake-ups last a handoff allowance. `now` is the server's time in ms, or nil when the script
- * has not asked it yet.
- */
-#define WAKE                                                                                       \
-	"if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                             \
-	"  if not now then\n"                                                                      \
-	"    local t = redis.call('TIME')\n"                                                       \
-	"    now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                        \
-	"  end\n" EXCLUSIVE_WAITERS                                                                \
-	"  if exclusive_waiters(KEYS[3]) > 0 then\n"                                               \
-	"    redis.call('RPUSH', KEYS[2], 1)\n"                                                    \
-	"    redis.call('PEXPIRE', KEYS[2], " HANDOFF_MS ")\n"                                     \
-	"  else\n" WAKE_ALL_SHARED("KEYS[3]", "KEYS[5]") "  end\n"                                 \
-	"end\n"
-
-/*
- * KEYS[1] the lock, KEYS[2] the wake list, KEYS[3] the waiters, KEYS[4] the fence counter,
- * KEYS[5] the shared waiters' wake list, KEYS[6] the breakers (see script_break); ARGV[1]
- * "KEEP:VALUE": how long the lock must stay taken still, in ms (--min-hold), or 0, and our value
- * (one argument: with six keys, a call stays within ten arguments, see ARGS). Returns 1 when
- * deleted, or left to expire then as
- * our value and ":kept" (which says that the command has finished: --status tells it, and a
- * release asked again finds it ours); when not ours, as NOT_OURS says.
+ * KEYS as LINE says; ARGV[1] "KEEP:VALUE": how long the lock must stay taken still, in ms
+ * (--min-hold), or 0, and our value (one argument: with six keys, a call stays within ten
+ * arguments, see ARGS). Returns 1 when deleted, or left to expire then as our value and ":kept"
+ * (which says that the command has finished: --status tells it, and a release asked again finds
+ * it ours); when not ours, as NOT_OURS says.
  *
- * Deleting wakes the waiters (see WAKE). Left to expire, the lock wakes them too, and they
- * then block only until it expires.
+ * Deleting wakes whoever is next in line (wake_next). Left to expire, the lock wakes them too,
+ * and they then block only until it expires.
  */
 #define RELEASE_ARGS                                                                               \
 	"local keep, me = string.match(ARGV[1], '^(%d+):(.*)$')\n"                                 \
-	"keep = tonumber(keep)\n"
+	"keep = tonumber(keep)\n" CLOCK LINE
 
 static struct script script_release = {
 	.text = RELEASE_ARGS BROKEN_BY "local v = redis.pcall('GET', KEYS[1])\n"
 			     "if v ~= me and v ~= me .. ':kept' then\n" NOT_OURS(
-				     "KEYS[4]", "KEYS[6]", "me") "end\n"
+				     "KEYS[2]", "fates", "me") "end\n"
 		"if keep > 0 then\n"
 		"  redis.call('SET', KEYS[1], me .. ':kept', 'PX', keep)\n"
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
-		"local now\n" WAKE "return 1\n",
+		"wake_next(1)\n"
+		"return 1\n",
 };
 
 /*
@@ -368,7 +517,7 @@ static struct script script_release = {
 static struct script script_sem_acquire = {
 	.writes = true,
 	.text = ARGS HEAD
-	"local me, side, tag = ARGV[1], 1, 'limit:' .. limit\n"
+	"local me, side, tag = value, 1, 'limit:' .. limit\n"
 	"local old, first, ends, wrong = head(clock())\n"
 	"if wrong then\n"
 	"  local what = alien()\n"
@@ -385,33 +534,46 @@ static struct script script_sem_acquire = {
 	"    (old == 'shared' and 'shared' or 'with --limit ' .. string.sub(old, 7)) ..\n"
 	"    ', not with --limit ' .. limit)\n"
 	"end\n"
-	"local mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-	"if mine or count < limit then\n"
+	"local mine, queued = redis.call('ZSCORE', KEYS[1], me), nil\n"
+	"if not mine and count < limit and ordered and\n"
+	"   (in_line or redis.call('EXISTS', queue) == 1) then\n"
+	"  local room = limit - count\n"
+	"  local f = firsts(queue, room)\n"
+	"  queued = #f == 2 * room and f[1]\n"
+	"  for i = 1, #f, 2 do\n"
+	"    if f[i] == me then queued = nil end\n"
+	"  end\n"
+	"end\n"
+	"if (mine or count < limit) and not queued then\n"
 	"  if old and old ~= tag then redis.call('ZREM', KEYS[1], old) end\n"
-	"  redis.call('ZADD', KEYS[1], -1, tag, now + ttl, ARGV[1])\n"
+	"  redis.call('ZADD', KEYS[1], -1, tag, now + ttl, me)\n"
 	"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"  redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
 	"  local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
 	"  return {1, kept or fence(), mine and count or count + 1, data_age()}\n"
 	"end\n"
-	"local pttl = ends - now\n" WAIT_IN_LINE "return {0, pttl, first}\n",
+	"local pttl = ends and ends - now or 0\n"
+	"if queued then first, pttl = queued, place_left(queued) end\n" WAIT_IN_LINE
+	"return {0, pttl, first}\n",
 };
 
 /*
  * A shared holder's acquire: as the semaphore's (N is not used).
- * A place is ours unless an exclusive holder has KEY, or an exclusive waiter is in line (it
- * goes first: a stream of shared holders never starves it); we then wait for the one that
- * holds it, or for the time that waiter's place in line lasts.
+ * A place is ours unless an exclusive holder has KEY, or an exclusive waiter is in line before
+ * us (it goes first: a stream of shared holders never starves it): for a newcomer, any, and for
+ * a waiter with its turn in an ordered line, one that came before it; we then wait for the one
+ * that holds it, or for the time that waiter's place in line lasts.
  */
 static struct script script_shared_acquire = {
 	.writes = true,
 	.text = ARGS HEAD
-	"local me, side = 's:' .. ARGV[1], -1\n"
+	"local me, side = 's:' .. value, -1\n"
 	"local holder, pttl = redis.pcall('GET', KEYS[1]), nil\n"
 	"local mine, count = false, 0\n"
 	"if type(holder) == 'string' then\n"
 	"  pttl = redis.call('PTTL', KEYS[1])\n"
 	"  if pttl < 0 or not string.match(holder, " TOKEN_PATTERN ") then return foreign() end\n"
+	"  if discipline(holder) ~= 'fifo' then return disagree(holder) end\n"
 	"elseif holder then\n"
 	"  local tag, _, _, wrong = head(clock())\n"
 	"  if wrong or not (tag == 'shared' or tag and string.match(tag, '^limit:%d+$')) then\n"
@@ -421,17 +583,22 @@ static struct script script_shared_acquire = {
 	"    return redis.error_reply('LIMIT ' .. KEYS[1] .. ' is held with --limit ' ..\n"
 	"      string.sub(tag, 7) .. ', not shared')\n"
 	"  end\n"
-	"  mine = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+	"  mine = redis.call('ZSCORE', KEYS[1], value)\n"
 	"  count = redis.call('ZCARD', KEYS[1]) - 1\n"
 	"end\n"
-	"if not pttl and not mine then\n"
-	"  local first = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. clock(), '+inf', 'WITHSCORES',\n"
+	"local at = not pttl and not mine and ordered and in_line and\n"
+	"  tonumber(redis.call('ZSCORE', queue .. '-shared', me))\n"
+	"if at then\n"
+	"  local x = firsts(queue, 1)\n"
+	"  if x[1] and x[2] < at then holder, pttl = x[1], place_left(x[1]) end\n"
+	"elseif not pttl and not mine then\n"
+	"  local first = redis.call('ZRANGEBYSCORE', places, '(' .. clock(), '+inf', 'WITHSCORES',\n"
 	"                           'LIMIT', 0, 1)\n"
 	"  if first[1] then holder, pttl = first[1], first[2] - now end\n"
 	"end\n"
 	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
 	"end\n"
-	"redis.call('ZADD', KEYS[1], -1, 'shared', clock() + ttl, ARGV[1])\n"
+	"redis.call('ZADD', KEYS[1], -1, 'shared', clock() + ttl, value)\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
 	"local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
@@ -463,9 +630,11 @@ static struct script script_sem_renew = {
  * --min-hold); the key goes with its last holder.
  */
 #define LEAVE_PLACE                                                                                \
-	RELEASE_ARGS BROKEN_BY NOW "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                      \
-	    "if type(score) ~= 'string' or tonumber(score) <= now then\n"                          \
-	    NOT_OURS("KEYS[4]", "KEYS[6]", "me") "end\n"                                           \
+	RELEASE_ARGS BROKEN_BY "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                \
+	    "if type(score) ~= 'string' or tonumber(score) <= clock() then\n"                      \
+	    NOT_OURS("KEYS[2]", "fates", "me") "end\n"                                             \
+	    "local n = tonumber(string.match(redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or '',\n" \
+	    "                                '^limit:(%d+)$'))\n"                                  \
 	    "if keep > 0 then\n"                                                                   \
 	    "  redis.call('ZADD', KEYS[1], now + keep, me)\n"                                      \
 	    "else\n"                                                                               \
@@ -480,40 +649,44 @@ static struct script script_sem_renew = {
 	    "end\n"
 
 /*
- * A semaphore's or shared holder's release wakes a waiter whenever a place frees. A shared
- * holder's may wake an exclusive waiter while other shared holders remain: it then waits
- * again, for the lease that ends last. (The line cannot tell holders from places kept by
- * --min-hold: waking only when none is left would leave a waiter blocked on a place kept
- * after the last holder went.)
+ * A semaphore's or shared holder's release wakes whoever is next whenever a place frees: as
+ * many of a semaphore's waiters as there are free places. A shared holder's may wake an
+ * exclusive waiter while other shared holders remain: it then waits again, for the lease that
+ * ends last. (The line cannot tell holders from places kept by --min-hold: waking only when
+ * none is left would leave a waiter blocked on a place kept after the last holder went.)
  */
 static struct script script_sem_release = {
-	.text = LEAVE_PLACE WAKE "return 1\n",
+	.text = LEAVE_PLACE "wake_next(n and math.max(n - live, 1) or 1)\n"
+			    "return 1\n",
 };
 
 /*
- * A waiter that stops waiting (a signal) leaves the line. KEYS[1] the lock, KEYS[2] the
- * waiters, KEYS[3] the shared waiters' wake list; ARGV[1] the waiter, as WAIT_IN_LINE names
- * it. An exclusive one that leaves while nobody holds KEY exclusively wakes the shared
- * waiters behind it (WAKE_SHARED). Returns 1.
+ * A waiter that stops waiting (a signal) leaves the line. KEYS as LINE says; ARGV[1] the
+ * waiter, as WAIT_IN_LINE names it. An exclusive one that leaves while nobody holds KEY
+ * exclusively wakes whoever is next (it may have been woken itself, or the shared waiters behind
+ * it may go now). Returns 1.
  */
 struct script script_leave = {
 	.writes = true,
-	.text = "redis.call('ZREM', KEYS[2], ARGV[1])\n"
-		"if string.sub(ARGV[1], 1, 2) ~= 's:' and\n"
-		"   redis.call('TYPE', KEYS[1]).ok ~= 'string' then\n" WAKE_SHARED(
-			"KEYS[2]", "KEYS[3]") "end\n"
-					      "return 1\n",
+	.text = CLOCK LINE "redis.call('ZREM', places, ARGV[1])\n"
+			   "redis.call('ZREM', queue_of(ARGV[1]), ARGV[1])\n"
+			   "if string.sub(ARGV[1], 1, 2) ~= 's:' and\n"
+			   "   redis.call('TYPE', KEYS[1]).ok ~= 'string' then\n"
+			   "  wake_next(1)\n"
+			   "end\n"
+			   "return 1\n",
 };
 
 /*
- * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] its line. Returns {state, line}. The
- * state: {value, PTTL, fence}, with false for a value or fence that is not there; for a
- * semaphore or a shared lock, {-1, "limit:N" or "shared", fence, then each live holder's value
- * and ms left, the first to end first, 16 at most, then how many there are}. The line: {the
- * server's time (ms), how many exclusive waiters, how many shared ones, then 8 of each, each
- * with the ms left of its place: the exclusive ones whose places end first, the shared ones
- * whose places end last}. An error "FOREIGN holds a
- * TYPE" for a KEY of another type. Reads only.
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] its places, KEYS[4] its queue (see LINE).
+ * Returns {state, line}. The state: {value, PTTL, fence}, with false for a value or fence that
+ * is not there; for a semaphore or a shared lock, {-1, "limit:N" or "shared", fence, then each
+ * live holder's value and ms left, the first to end first, 16 at most, then how many there
+ * are}. The line: {the server's time (ms), how many exclusive waiters, how many shared ones,
+ * then 16 at most, each with how long it has waited (ms)}: the first 16 of the queues, in
+ * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
+ * -1 for the time. An error "FOREIGN holds a TYPE" for a KEY of another type. Reads only: the
+ * places that are over are skipped, not removed.
  */
 struct script script_query = {
 	.text = "local t = redis.call('TIME')\n"
@@ -537,24 +710,38 @@ struct script script_query = {
 		"end\n"
 		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
 		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"
+		"local queued = {}\n"
+		"for _, q in ipairs({KEYS[4], KEYS[4] .. '-shared'}) do\n"
+		"  local h = redis.call('ZRANGE', q, 0, 31, 'WITHSCORES')\n"
+		"  for i = 1, #h, 2 do\n"
+		"    local s = redis.call('ZSCORE', KEYS[3], h[i])\n"
+		"    if s and math.abs(tonumber(s)) > now then\n"
+		"      queued[#queued + 1] = {tonumber(h[i + 1]), h[i]}\n"
+		"    end\n"
+		"  end\n"
+		"end\n"
+		"table.sort(queued, function(a, b) return a[1] < b[1] end)\n"
+		"for i = 1, math.min(#queued, 16) do\n"
+		"  line[#line + 1] = queued[i][2]\n"
+		"  line[#line + 1] = math.max(now - math.floor(queued[i][1] / 1000), 0)\n"
+		"end\n"
+		"if #queued > 0 then return {out, line} end\n"
 		"for _, w in ipairs({\n"
 		"    redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 8),\n"
 		"    redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. -now, 'WITHSCORES', 'LIMIT', 0,\n"
 		"               8)}) do\n"
 		"  for i = 1, #w, 2 do\n"
 		"    line[#line + 1] = w[i]\n"
-		"    line[#line + 1] = math.abs(w[i + 1]) - now\n"
+		"    line[#line + 1] = -1\n"
 		"  end\n"
 		"end\n"
 		"return {out, line}\n",
 };
 
 /*
- * --break: ends a lock on purpose. KEYS as the release's (the lock, the wake list, the line, the
- * fence counter, the shared waiters' wake list, the breakers); ARGV[1] who breaks it,
- * "HOST:PID".
+ * --break: ends a lock on purpose. KEYS as LINE says; ARGV[1] who breaks it, "HOST:PID".
  *
- * KEY goes, and each of its holders' values is recorded in the breakers (a hash, KEYS[6]) with
+ * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with
  * who broke the lock, for as long as their leases could last: their renewals and releases find
  * it there and say so (see NOT_OURS). The fence moves on, past the broken holders', as an
  * acquisition moves it (see FENCE), so that a fenced resource refuses what they still send; and
@@ -564,7 +751,7 @@ struct script script_query = {
  */
 struct script script_break = {
 	.writes = true,
-	.text = CLOCK ALIEN "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
+	.text = CLOCK ALIEN LINE "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
 		"if kind == 'none' then return {0} end\n"
 		"local what = alien()\n"
 		"if what then return foreign(what) end\n"
@@ -575,14 +762,15 @@ struct script script_break = {
 		"  if #holders == 0 then return {0} end\n"
 		"end\n"
 		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
-		"local before = redis.call('GET', KEYS[4]) or false\n"
+		"local before = redis.call('GET', KEYS[2]) or false\n"
 		"redis.call('DEL', KEYS[1])\n"
 		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, ARGV[1]) end\n"
 		"if redis.call('PTTL', KEYS[6]) < ttl then redis.call('PEXPIRE', KEYS[6], ttl) end\n"
 		"local t = redis.call('TIME')\n"
 		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"
-		"redis.call('SET', KEYS[4], string.format('%.0f', f), 'PX',\n"
-		"           math.max(ttl, " FENCE_KEEP_MS "))\n" WAKE
+		"redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX',\n"
+		"           math.max(ttl, " FENCE_KEEP_MS "))\n"
+		"wake_next(math.max(#holders, 1))\n"
 		"local out = {1, string.format('%.0f', f), before, ttl, #holders}\n"
 		"for i = 1, math.min(#holders, 16) do out[#out + 1] = holders[i] end\n"
 		"return out\n",

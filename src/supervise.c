@@ -23,6 +23,7 @@ enum stop_reason {
 	STOP_NONE,
 	STOP_LOST,
 	STOP_MAX_HOLD,
+	STOP_CANCELLED, /* by a newer run (--cancel-running) */
 };
 
 struct state {
@@ -163,6 +164,14 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 				 ev->detail,
 				 duration_format(st->lease_end - clock_now(), left, sizeof(left)));
 		st->failing = true;
+		return;
+	case WATCHDOG_CANCELLED:
+		if (st->exited || st->stopping != STOP_NONE)
+			return;
+		begin_stop(s, st, STOP_CANCELLED, SIGTERM, time_add(clock_now(), s->grace));
+		msg_error("%s: cancelled by %s (a newer run with --cancel-running); stopping the "
+			  "command",
+			  key, ev->detail);
 		return;
 	case WATCHDOG_LOST:
 		break;
@@ -374,6 +383,9 @@ supervise(const struct supervision *s)
 		out.signal = 0;
 	} else if (st.stopping == STOP_MAX_HOLD) {
 		out.status = STATUS_MAX_HOLD;
+		out.signal = 0;
+	} else if (st.stopping == STOP_CANCELLED) {
+		out.status = STATUS_CANCELLED;
 		out.signal = 0;
 	}
 	return out;

@@ -24,6 +24,7 @@ struct watchdog {
 	int stop[2];   /* a byte, or our end closing, stops the thread */
 	int64_t due;   /* when the thread must be running; TIME_NEVER once started */
 	bool running;
+	bool told_cancelled; /* WATCHDOG_CANCELLED went out */
 };
 
 static void
@@ -114,6 +115,10 @@ run(void *arg)
 			next = now + period;
 			if (l->error[0])
 				post(w, WATCHDOG_NOTE, r, now, 0, l->error);
+			if (l->cancelled_by[0] && !w->told_cancelled) {
+				post(w, WATCHDOG_CANCELLED, r, now, 0, l->cancelled_by);
+				w->told_cancelled = true;
+			}
 			/* Once, after the first renewal that every node answered (a run that ends
 			 * sooner never pays for it), and only until the next renewal is due: a
 			 * slow server must not cost the renewals their time. */

@@ -20,6 +20,9 @@ enum watchdog_event_type {
 	WATCHDOG_NOTE,    /* detail: what a minority of nodes did (a node that did not answer) */
 	WATCHDOG_WARN,    /* detail: a server that may evict locks (said once per run) */
 	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
+	WATCHDOG_CANCELLED, /* a newer run cancelled ours (--cancel-running), whose lease the
+			     * watchdog keeps renewing while the command stops; detail: who,
+			     * "HOST:PID". Said once, after the renewal that found it */
 	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any;
 			   * cause: a failover that explains it, or for LOCK_GONE_WITH_DATA
 			   * which server lost its data, or "" */

@@ -136,6 +136,33 @@ moved_on() {
 	run -75 "$RR" -r "$url" -n "$key" -- true
 }
 
+@test "deploy queues through a seed that does not own the slot: arrival order, latest supersedes and cancels" {
+	local m key seed url i pids=()
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	seed=$(another_than "$m")
+	url="redis://127.0.0.1:$(redis_port "$seed")"
+	queued() { [[ $(rcli_on "$m" zcard "{$key}:queue") == "$1" ]]; }
+	"$RR" -r "$url" "$key" -- sh -c 'touch "$1/held"; until [ -e "$1/go" ]; do sleep 0.05; done' \
+		sh "$dir" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	for i in 1 2 3; do
+		"$RR" -r "$url" "$key" -- sh -c 'echo "$2" >>"$1/ran"' sh "$dir" "$i" &
+		pids+=($!)
+		wait_until 10 queued "$i"
+	done
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	for i in "${pids[@]}"; do
+		reap "$i"
+		assert_equal "$status" 0
+	done
+	assert_equal "$(tr '\n' ' ' <"$dir/ran")" "1 2 3 "
+	latest_cancels "$key" queued -r "$url"
+}
+
 @test "a db other than 0: 64 in a cluster URL, 69 from the server for a plain one" {
 	run -64 "$RR" -r "redis+cluster://127.0.0.1:$(redis_port c1)/2" job -- true
 	assert_output --partial "a cluster has db 0 only"

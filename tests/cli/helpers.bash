@@ -102,7 +102,30 @@ reap() {
 # (docs.bats checks that it does).
 LOCKER_COMMANDS=(+evalsha +eval +blpop +get +set +pexpire +pttl +del +exists +incr +time +zadd
 	+zrem +zremrangebyscore +rpush +type +zscore +zcard +zcount +zrange +zrangebyscore +pexpireat
-	+hget +hset)
+	+hget +hset +hsetnx +llen)
+
+# latest_cancels KEY QUEUED [OPTIONS...]: --queue latest on KEY, each run given OPTIONS: a
+# holder that agreed to be cancelled, a waiter, and the newest, which supersedes the waiter
+# (75), cancels the holder (77) and runs; `QUEUED N` says whether N wait in KEY's line. Uses
+# $dir/held, $dir/older and $dir/newest.
+latest_cancels() {
+	local key=$1 queued=$2 holder older
+	shift 2
+	rm -f "$dir/held"
+	"$RR" "$@" -t 1.5s --queue latest --cancel-running "$key" -- \
+		sh -c 'touch "$1/held"; exec sleep 60' sh "$dir" &
+	holder=$!
+	wait_until 5 test -e "$dir/held"
+	"$RR" "$@" --queue latest "$key" -- touch "$dir/older" &
+	older=$!
+	wait_until 10 "$queued" 1
+	run -0 "$RR" "$@" --queue latest --cancel-running "$key" -- touch "$dir/newest"
+	reap "$older"
+	assert_equal "$status" 75
+	reap "$holder"
+	assert_equal "$status" 77
+	[ -e "$dir/newest" ] && [ ! -e "$dir/older" ]
+}
 
 # The fixture most files share: one server per file, empty before each test, REDLOCK_URL
 # pointing at it, and $dir for the test's own files. With REDLOCK_TEST_AS_LOCKER set (meson's

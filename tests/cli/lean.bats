@@ -48,14 +48,16 @@ connections() {
 	assert_equal "$(calls script)" 0
 }
 
-@test "an uncontended run makes Redis execute 8 commands in all, the scripts' own included" {
+@test "an uncontended run makes Redis execute 9 commands in all, the scripts' own included" {
 	run "$RR" job -- true
 	assert_success
-	# The acquire: EVALSHA, SET NX, and the fence's TIME and SET ... GET; the release: EVALSHA,
-	# GET, DEL, EXISTS (nobody waits: no clean-up of the line, no wake-up).
+	# The acquire: EVALSHA, EXISTS (nobody in line before it), SET NX, and the fence's TIME and
+	# SET ... GET; the release: EVALSHA, GET, DEL, EXISTS (nobody waits: no clean-up of the
+	# line, no wake-up).
 	executed=$(rcli info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
 		awk '$1 !~ /^(info|config)/ { n += $2 } END { print n }')
-	assert_equal "$executed" 8
+	assert_equal "$executed" 9
+	assert_equal "$(calls exists)" 2
 	assert_equal "$(calls time)" 1
 	assert_equal "$(calls set)" 2
 	assert_equal "$(calls get)" 1

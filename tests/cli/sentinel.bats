@@ -404,3 +404,32 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output --partial "a third of the TTL"
 	REDLOCK_WAIT_REPLICAS=-1 run -64 "$RR" job -- true
 }
+
+@test "deploy queues through the Sentinels: arrival order holds across a failover; latest supersedes and cancels" {
+	local old i pids=()
+	old=$(master_port)
+	"$RR" -t 6s job -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done' sh "$dir" &
+	local holder=$!
+	wait_until 5 held_on m1 job
+	queued_on() { [[ $(rcli_on "$1" zcard '{job}:queue') == "$2" ]]; }
+	for i in 1 2 3; do
+		"$RR" job -- sh -c 'echo "$2" >>"$1/ran"' sh "$dir" "$i" &
+		pids+=($!)
+		wait_until 10 queued_on m1 "$i"
+	done
+	# The line's order is on the replica too when the master fails over.
+	wait_until 10 queued_on m2 3
+	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
+	wait_until 20 failover_done "$old"
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	for i in "${pids[@]}"; do
+		reap "$i"
+		assert_equal "$status" 0
+	done
+	assert_equal "$(tr '\n' ' ' <"$dir/ran")" "1 2 3 "
+	# --queue latest --cancel-running on the new master.
+	queued_on_master() { [[ $(on_master zcard '{deploy}:queue') == "$1" ]]; }
+	latest_cancels deploy queued_on_master
+}

@@ -181,7 +181,7 @@ eviction_fields() {
 @test "--status --json: one object with stable fields, that python3 -m json.tool parses" {
 	run "$RR" --status --json job
 	assert_success
-	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "held_ms": null, "kept": false, "process": null, "waiting": 0, "waiters": [], "mode": "exclusive", "limit": 1, "holders": []'
+	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "held_ms": null, "kept": false, "process": null, "queue": "fifo", "waiting": 0, "in_order": false, "waiters": [], "mode": "exclusive", "limit": 1, "holders": []'
 	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields), \"replica_of\": null}]}"
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
@@ -200,7 +200,7 @@ print(o["key"], o["held"], o["host"], o["pid"], 15000 < o["ttl_ms"] <= 30000, o[
 	rcli set 'we"ird' $'by\thand\xff' >/dev/null
 	run "$RR" --status --json 'we"ird'
 	echo "$output" | python3 -m json.tool >/dev/null
-	assert_output --partial "{\"key\": \"we\\\"ird\", \"held\": true, \"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"fence\": null, \"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], \"mode\": \"exclusive\", \"limit\": 1, \"holders\": [{\"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"process\": null}], $(eviction_fields), \"quorum\": 1, \"nodes\": ["
+	assert_output --partial "{\"key\": \"we\\\"ird\", \"held\": true, \"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"fence\": null, \"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], \"mode\": \"exclusive\", \"limit\": 1, \"holders\": [{\"host\": null, \"pid\": null, \"token\": \"by\\u0009hand\\ufffd\", \"ttl_ms\": -1, \"process\": null}], $(eviction_fields), \"quorum\": 1, \"nodes\": ["
 }
 
 @test "--status refuses a COMMAND, and --json needs --status" {
@@ -221,7 +221,7 @@ print(o["key"], o["held"], o["host"], o["pid"], 15000 < o["ttl_ms"] <= 30000, o[
 	assert_line --index 1 "warning: this server may evict locks under memory pressure (maxmemory-policy volatile-lru): set it to noeviction"
 	# an ACL user that may not run INFO: the answer all the same, without the policy
 	rcli acl setuser viewer on '>v' '~*' -@all +evalsha +eval +type +get +pttl +time +zcount \
-		+zrangebyscore >/dev/null
+		+zrangebyscore +zrange +zscore >/dev/null
 	run --separate-stderr "$RR" -r "unix://viewer:v@$(redis_sock main)" --status --json job
 	rcli acl deluser viewer >/dev/null
 	assert_success

@@ -63,18 +63,18 @@ main(void)
 	CHECK_STR(as_json("job", &never),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [], \"maxmemory_policy\": null, \"evictable\": null");
 	CHECK_STR(as_json("job", &free_now),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": 17, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", "
+		  "\"fence\": 17, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [], \"maxmemory_policy\": null, "
 		  "\"evictable\": null");
 	CHECK_STR(as_json("deploy:prod", &held),
 		  "{\"key\": \"deploy:prod\", \"held\": true, \"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300, \"fence\": 18, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", "
+		  "\"ttl_ms\": 12300, \"fence\": 18, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
 		  "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": null, "
@@ -84,7 +84,7 @@ main(void)
 	CHECK_STR(as_json("k\"1", &by_hand),
 		  "{\"key\": \"k\\\"1\", \"held\": true, \"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"waiting\": 0, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [{\"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
 		  "\"process\": null}], "
@@ -105,21 +105,36 @@ main(void)
 	line.nwaiters = 2;
 	snprintf(line.waiter[0].value, sizeof(line.waiter[0].value),
 		 "11111111-2222-3333-4444-555555555555:web-4:77");
-	line.waiter[0].left = 13 * NS_PER_S;
+	line.waiter[0].waited = 13 * NS_PER_S;
 	snprintf(line.waiter[1].value, sizeof(line.waiter[1].value),
 		 "11111111-2222-3333-4444-555555555556:web-5:78");
 	line.waiter[1].shared = true;
-	line.waiter[1].left = 14 * NS_PER_S;
+	line.waiter[1].waited = 4 * NS_PER_S;
+	line.ordered = true;
 	CHECK_STR(as_text("job", &line),
 		  "job is held by web-3:4242 (taken 2s ago) for another 12.3s (fence 18)\n"
-		  "  3 waiting: web-4:77, web-5:78 (shared) and 1 more\n");
+		  "  3 waiting (--queue fifo), in arrival order: web-4:77 for 13s, web-5:78 "
+		  "(shared) for 4s and 1 more\n");
 	CHECK(strstr(as_json("job", &line),
-		     "\"held_ms\": 2000, \"kept\": false, \"process\": null, \"waiting\": 3, "
+		     "\"held_ms\": 2000, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
+		     "\"waiting\": 3, \"in_order\": true, "
 		     "\"waiters\": [{\"host\": \"web-4\", \"pid\": 77, \"token\": "
 		     "\"11111111-2222-3333-4444-555555555555:web-4:77\", \"mode\": \"exclusive\", "
-		     "\"place_ms\": 13000}, {\"host\": \"web-5\", \"pid\": 78, \"token\": "
+		     "\"waited_ms\": 13000}, {\"host\": \"web-5\", \"pid\": 78, \"token\": "
 		     "\"11111111-2222-3333-4444-555555555556:web-5:78\", \"mode\": \"shared\", "
-		     "\"place_ms\": 14000}]") != NULL);
+		     "\"waited_ms\": 4000}]") != NULL);
+	/* A deploy queue's discipline comes from its holder's value; a line without order lists
+	 * no times. */
+	snprintf(line.value, sizeof(line.value),
+		 "0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242:latest:cancel");
+	line.ordered = false;
+	line.waiter[0].waited = line.waiter[1].waited = -1;
+	CHECK_STR(as_text("job", &line),
+		  "job is held by web-3:4242 (taken 2s ago) for another 12.3s (fence 18)\n"
+		  "  3 waiting (--queue latest): web-4:77, web-5:78 (shared) and 1 more\n");
+	CHECK(strstr(as_json("job", &line), "\"queue\": \"latest\", \"waiting\": 3, "
+					    "\"in_order\": false") != NULL);
+	CHECK(strstr(as_json("job", &line), "\"waited_ms\": null}") != NULL);
 	CHECK(strstr(as_json("job", &kept), "\"kept\": true, \"process\": null,") != NULL);
 	/* truncated and overlong sequences are not UTF-8 either */
 	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1, .held_for = -1 };

@@ -1,0 +1,294 @@
+#!/usr/bin/env bats
+# Deploy queues (issue 25): the line keeps arrival order in every mode, also in the instant of a
+# handoff; --queue latest lets only the newest wait; --queue latest --cancel-running also stops
+# a running holder that agreed to it; every run on one KEY agrees on the discipline.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	main_server_start
+}
+
+teardown_file() {
+	main_server_stop
+}
+
+setup() {
+	main_server_reset
+}
+
+# queued N [KEY]: N waiters have taken their turn in KEY's line (default job), of either kind.
+queued() {
+	local key=${2:-job}
+	(($(rcli zcard "{$key}:queue") + $(rcli zcard "{$key}:queue-shared") == $1))
+}
+
+# hold KEY [OPTIONS...]: a holder of KEY that runs until $dir/go.KEY exists; its pid in $holder.
+hold() {
+	local key=$1
+	shift
+	"$RR" "$@" "$key" -c "echo ready > $dir/ready.$key; until [ -e $dir/go.$key ]; do sleep 0.02; done" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready.$key"
+}
+
+# ran: the names the commands wrote to $dir/ran, in the order they ran, on one line.
+ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
+
+@test "fifo: 5 waiters run in the order they arrived, round after round" {
+	for round in 1 2 3 4 5; do
+		rm -f "$dir/ran"
+		hold job
+		for i in 1 2 3 4 5; do
+			"$RR" job -c "echo $i >> $dir/ran" &
+			pids[i]=$!
+			# Arrived: its turn is taken before the next one starts.
+			wait_until 10 queued "$i"
+			sleep 0.05
+		done
+		touch "$dir/go.job"
+		reap "$holder"
+		assert_equal "$status" 0
+		for i in 1 2 3 4 5; do
+			reap "${pids[i]}"
+			assert_equal "$status" 0
+		done
+		assert_equal "$(ran)" "1 2 3 4 5"
+		rm -f "$dir/go.job" "$dir/ready.job"
+	done
+	# Nothing is left of the line.
+	assert_equal "$(keys_but_fences)" ""
+}
+
+@test "fifo: nobody overtakes a waiter whose turn it is, not -n, not a newcomer, while the lock is free" {
+	hold job -t 2s
+	"$RR" job -c "echo killed >> $dir/ran" &
+	head=$!
+	wait_until 10 queued 1
+	# The first in line dies: its turn lasts until the lease it waited out would have ended.
+	kill -KILL "$head"
+	reap "$head"
+	touch "$dir/go.job"
+	reap "$holder"
+	assert_equal "$(rcli exists job)" 0
+	# Free, but someone is in line: -n is the conflict status, and says why with -v.
+	run --separate-stderr "$RR" -n -v job -- touch "$dir/overtook"
+	assert_equal "$status" 75
+	[[ $stderr == *"held by "* ]]
+	# A newcomer waits for the dead waiter's turn to run out, then takes it.
+	run "$RR" job -c "echo newcomer >> $dir/ran"
+	assert_equal "$status" 0
+	[ ! -e "$dir/overtook" ]
+	assert_equal "$(ran)" "newcomer"
+	assert_equal "$(keys_but_fences)" ""
+}
+
+@test "fifo: shared waiters keep their turn, before an exclusive waiter that came after them" {
+	hold job
+	"$RR" -s job -c "echo s1 >> $dir/ran; sleep 0.3; echo s1-done >> $dir/ran" &
+	s1=$!
+	wait_until 10 queued 1
+	"$RR" job -c "echo x >> $dir/ran" &
+	x=$!
+	wait_until 10 queued 2
+	"$RR" -s job -c "echo s2 >> $dir/ran" &
+	s2=$!
+	wait_until 10 queued 3
+	touch "$dir/go.job"
+	for pid in "$holder" "$s1" "$x" "$s2"; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+	# s1 came first and runs first; x waits for it, and s2 for x.
+	assert_equal "$(ran)" "s1 s1-done x s2"
+}
+
+@test "fifo: a semaphore's free places go to its waiters in arrival order" {
+	for h in a b; do
+		"$RR" -l 2 job -c "echo ready > $dir/ready.$h; until [ -e $dir/go.$h ]; do sleep 0.02; done" &
+		holders[${#holders[@]}]=$!
+		wait_until 10 test -s "$dir/ready.$h"
+	done
+	for i in 1 2 3; do
+		"$RR" -l 2 job -c "echo $i >> $dir/ran; until [ -e $dir/go.$i ]; do sleep 0.02; done" &
+		pids[i]=$!
+		wait_until 10 queued "$i"
+	done
+	touch "$dir/go.a"
+	wait_until 10 test -s "$dir/ran"
+	assert_equal "$(ran)" "1"
+	touch "$dir/go.b"
+	wait_until 10 grep -q 2 "$dir/ran"
+	assert_equal "$(ran)" "1 2"
+	touch "$dir/go.1"
+	wait_until 10 grep -q 3 "$dir/ran"
+	assert_equal "$(ran)" "1 2 3"
+	touch "$dir/go.2" "$dir/go.3"
+	for pid in "${holders[@]}" "${pids[@]}"; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+}
+
+@test "--queue latest: the newest takes the older waiter's place, which exits with the conflict status" {
+	hold job --queue latest
+	"$RR" --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &
+	older=$!
+	wait_until 10 queued 1
+	"$RR" --queue latest -E 3 job -c "echo oldest-but-one >> $dir/ran" 2>"$dir/second.err" &
+	second=$!
+	# The second supersedes the first at once; then a third supersedes the second.
+	reap "$older"
+	assert_equal "$status" 75
+	run cat "$dir/older.err"
+	assert_output "redlock-run: job: superseded by $(hostname):$second (a newer run with --queue latest)"
+	"$RR" --queue latest job -c "echo newest >> $dir/ran" &
+	newest=$!
+	reap "$second"
+	assert_equal "$status" 3
+	grep -q "superseded by $(hostname):$newest" "$dir/second.err"
+	# The holder was never touched: it still holds, and runs on.
+	assert_equal "$(rcli get job)" "$(rcli get job)"
+	[[ $(rcli get job) == *":$holder:latest" ]]
+	queued 1
+	touch "$dir/go.job"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$newest"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "newest"
+}
+
+@test "--queue latest: waiters killed and signalled in the middle of the line leave it right" {
+	hold job --queue latest -t 2s
+	"$RR" --queue latest job -c "echo killed >> $dir/ran" &
+	killed=$!
+	wait_until 10 queued 1
+	kill -KILL "$killed"
+	reap "$killed"
+	# A newcomer takes the dead waiter's place (nobody is told), and one signalled leaves.
+	"$RR" --queue latest job -c "echo termed >> $dir/ran" &
+	termed=$!
+	wait_until 10 queued 1
+	kill -TERM "$termed"
+	reap "$termed"
+	assert_equal "$status" 143
+	wait_until 10 queued 0
+	"$RR" --queue latest job -c "echo last >> $dir/ran" &
+	last=$!
+	wait_until 10 queued 1
+	touch "$dir/go.job"
+	reap "$holder"
+	reap "$last"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "last"
+	assert_equal "$(rcli zcard '{job}:waiting')" 0
+	assert_equal "$(rcli zcard '{job}:queue')" 0
+}
+
+@test "--cancel-running: the newest stops a holder that agreed, even one that ignores SIGTERM, and runs next" {
+	"$RR" -t 1.5s --grace 0.5s --queue latest --cancel-running job \
+		-c "trap '' TERM; echo ready > $dir/ready; while :; do sleep 0.05; done" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
+	run --separate-stderr "$RR" --queue latest --cancel-running job -c "echo newcomer >> $dir/ran"
+	assert_equal "$status" 0
+	newcomer_ran_after=$(ran)
+	assert_equal "$newcomer_ran_after" "newcomer"
+	reap "$holder"
+	assert_equal "$status" 77
+	grep -q "redlock-run: job: cancelled by $(hostname):[0-9]* (a newer run with --cancel-running); stopping the command" "$dir/holder.err"
+	assert_equal "$(keys_but_fences | grep -v ':broken$')" ""
+}
+
+@test "--cancel-running stops only a run that agreed to it" {
+	hold job -t 1s --queue latest
+	"$RR" --queue latest --cancel-running job -c "echo newcomer >> $dir/ran" &
+	newcomer=$!
+	wait_until 10 queued 1
+	# Three of the holder's renewals later, it still runs.
+	sleep 1.2
+	kill -0 "$holder"
+	touch "$dir/go.job"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$newcomer"
+	assert_equal "$status" 0
+}
+
+@test "every run on one KEY agrees on the discipline: a mismatch is 69, naming both" {
+	hold job --queue latest
+	run --separate-stderr "$RR" job -- touch "$dir/ran"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: job is used with --queue latest by $(hostname):$holder, and this run has --queue fifo: every run on one KEY must use the same discipline"
+	run --separate-stderr "$RR" -s job -- touch "$dir/ran"
+	assert_equal "$status" 69
+	touch "$dir/go.job"
+	reap "$holder"
+	hold other
+	run --separate-stderr "$RR" -n --queue latest other -- touch "$dir/ran"
+	assert_equal "$status" 69
+	[[ $stderr == *"other is used with --queue fifo by $(hostname):$holder, and this run has --queue latest"* ]]
+	touch "$dir/go.other"
+	reap "$holder"
+	[ ! -e "$dir/ran" ]
+}
+
+@test "the disciplines' usage errors touch nothing" {
+	for args in "--queue lifo" "--cancel-running" "--queue fifo --cancel-running" \
+		"--queue latest -s" "--queue latest -l 2" \
+		"-r redis://127.0.0.1:1 -r redis://127.0.0.1:2 -r redis://127.0.0.1:3 --queue fifo"; do
+		# shellcheck disable=SC2086 # the options, word by word
+		run --separate-stderr "$RR" $args job -- touch "$dir/ran"
+		assert_equal "$status" 64
+	done
+	[ ! -e "$dir/ran" ]
+	assert_equal "$(rcli dbsize)" 0
+}
+
+@test "--status and --list show the discipline and the line in arrival order, with how long each waited" {
+	hold job
+	"$RR" job -- true &
+	w1=$!
+	wait_until 10 queued 1
+	"$RR" -s job -- true &
+	w2=$!
+	wait_until 10 queued 2
+	"$RR" job -- true &
+	w3=$!
+	wait_until 10 queued 3
+	run --separate-stderr "$RR" --status job
+	assert_equal "$status" 75
+	h=$(hostname)
+	[[ ${lines[1]} =~ ^"  3 waiting (--queue fifo), in arrival order: $h:$w1 for "[0-9.ms]+", $h:$w2 (shared) for "[0-9.ms]+", $h:$w3 for "[0-9.ms]+$ ]]
+	run --separate-stderr "$RR" --list --json 'jo*'
+	assert_success
+	python3 -c '
+import json, sys
+lock = json.loads(sys.argv[1])
+assert lock["queue"] == "fifo" and lock["in_order"] and lock["waiting"] == 3, lock
+pids = [w["pid"] for w in lock["waiters"]]
+assert pids == [int(p) for p in sys.argv[2:]], pids
+waited = [w["waited_ms"] for w in lock["waiters"]]
+assert waited == sorted(waited, reverse=True) and waited[-1] >= 0, waited
+' "$output" "$w1" "$w2" "$w3"
+	touch "$dir/go.job"
+	for pid in "$holder" "$w1" "$w2" "$w3"; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+	hold deploy --queue latest
+	"$RR" --queue latest deploy -- true &
+	w=$!
+	wait_until 10 queued 1 deploy
+	run --separate-stderr "$RR" --status deploy
+	[[ ${lines[1]} == "  1 waiting (--queue latest), in arrival order: $h:$w for "* ]]
+	run --separate-stderr "$RR" --list 'dep*'
+	assert_success
+	[[ ${lines[1]} =~ ^deploy\ +latest\ +$h:$holder\  ]]
+	touch "$dir/go.deploy"
+	reap "$holder"
+	reap "$w"
+	assert_equal "$status" 0
+}
