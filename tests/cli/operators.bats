@@ -137,22 +137,23 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
 	wait_until 5 test -s "$dir/ready"
+	in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	"$RR" job -- true &
 	local exclusive=$!
+	wait_until 10 in_line 1
 	"$RR" -s job -- true &
 	local shared=$!
-	in_line() { [[ $(rcli zcard '{job}:waiting') == 2 ]]; }
-	wait_until 10 in_line
+	wait_until 10 in_line 2
 	run -75 "$RR" --status job
-	assert_line --index 1 "  2 waiting: $(hostname):$exclusive, $(hostname):$shared (shared)"
+	[[ ${lines[1]} =~ ^"  2 waiting (--queue fifo), in arrival order: $(hostname):$exclusive for "[0-9.ms]+", $(hostname):$shared (shared) for "[0-9.ms]+$ ]]
 	run -75 "$RR" --status --json job
 	echo "$output" | python3 -c 'import json, sys
 o = json.load(sys.stdin)
-assert o["waiting"] == 2, o
+assert o["waiting"] == 2 and o["in_order"] and o["queue"] == "fifo", o
 w = o["waiters"]
 assert [x["mode"] for x in w] == ["exclusive", "shared"], w
 assert [x["pid"] for x in w] == [int(sys.argv[1]), int(sys.argv[2])], w
-assert all(0 < x["place_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
+assert all(0 <= x["waited_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
 	touch "$dir/go"
 	wait "$holder" "$exclusive" "$shared"
 }

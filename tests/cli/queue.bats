@@ -61,6 +61,26 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(keys_but_fences)" ""
 }
 
+@test "fifo: 40 waiters arriving one by one while the line drains run in arrival order" {
+	hold job
+	# arrived I PID: waiter I has its turn in line, or has run already.
+	arrived() { rcli zrange '{job}:queue' 0 -1 | grep -q ":$2\$" || grep -qx "$1" "$dir/ran"; }
+	for i in $(seq 40); do
+		"$RR" job -c "echo $i >> $dir/ran; sleep 0.01" &
+		pids[i]=$!
+		wait_until 10 arrived "$i" "${pids[i]}"
+		# The line starts moving after the first ten arrived.
+		((i != 10)) || touch "$dir/go.job"
+	done
+	reap "$holder"
+	assert_equal "$status" 0
+	for i in $(seq 40); do
+		reap "${pids[i]}"
+		assert_equal "$status" 0
+	done
+	assert_equal "$(ran)" "$(seq 40 | tr '\n' ' ' | sed 's/ $//')"
+}
+
 @test "fifo: nobody overtakes a waiter whose turn it is, not -n, not a newcomer, while the lock is free" {
 	hold job -t 2s
 	"$RR" job -c "echo killed >> $dir/ran" &
