@@ -183,6 +183,7 @@
 	"  redis.call('RPUSH', list, 1)\n"                                                         \
 	"  redis.call('PEXPIRE', list, " HANDOFF_MS ")\n"                                          \
 	"end\n"                                                                                    \
+	"local ends = {}\n"                                                                        \
 	"local function firsts(q, n)\n"                                                            \
 	"  local out, from = {}, 0\n"                                                              \
 	"  while #out < 2 * n do\n"                                                                \
@@ -191,6 +192,7 @@
 	"    for i = 1, #h, 2 do\n"                                                                \
 	"      local s = redis.call('ZSCORE', places, h[i])\n"                                     \
 	"      if s and math.abs(tonumber(s)) > clock() then\n"                                    \
+	"        ends[h[i]] = math.abs(tonumber(s))\n"                                             \
 	"        out[#out + 1] = h[i]\n"                                                           \
 	"        out[#out + 1] = tonumber(h[i + 1])\n"                                             \
 	"        from = from + 1\n"                                                                \
@@ -203,19 +205,22 @@
 	"  return out\n"                                                                           \
 	"end\n"                                                                                    \
 	"local function place_left(w)\n"                                                           \
-	"  return math.abs(tonumber(redis.call('ZSCORE', places, w))) - clock()\n"                 \
+	"  return (ends[w] or math.abs(tonumber(redis.call('ZSCORE', places, w)))) - clock()\n"    \
 	"end\n"                                                                                    \
 	"local function wake_next(room)\n"                                                         \
 	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
-	"  local x, s = firsts(queue, room), firsts(queue .. '-shared', 1)\n"                      \
+	"  local x, s = firsts(queue, room + 1), firsts(queue .. '-shared', 1)\n"                  \
 	"  if x[1] and not (s[1] and s[2] < x[2]) then\n"                                          \
 	"    for i = 1, #x, 2 do\n"                                                                \
 	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
 	"      push(list_of(x[i]))\n"                                                              \
+	"      if i < 2 * room then\n"                                                             \
+	"        redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                \
+	"      end\n"                                                                              \
 	"    end\n"                                                                                \
 	"  elseif s[1] then\n"                                                                     \
 	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
-	"                                  x[1] and '(' .. x[2] or '+inf')) do\n"                  \
+	"        x[1] and '(' .. string.format('%.0f', x[2]) or '+inf')) do\n"                     \
 	"      push(list_of(w))\n"                                                                 \
 	"    end\n"                                                                                \
 	"  else\n"                                                                                 \
@@ -261,7 +266,9 @@
 	"  if redis.call('EXISTS', queue) == 0 then return end\n"                                  \
 	"  local life = 0\n"                                                                       \
 	"  for _ = 1, 64 do\n"                                                                     \
-	"    local o = firsts(queue, 1)[1]\n"                                                      \
+	"    local f = firsts(queue, 2)\n"                                                         \
+	"    local o = f[1]\n"                                                                     \
+	"    if o == me then o = f[3] end\n"                                                       \
 	"    if not o then break end\n"                                                            \
 	"    if discipline(o) ~= 'latest' then return disagree(o) end\n"                           \
 	"    life = math.max(life, place_left(o))\n"                                               \
@@ -274,7 +281,7 @@
 	"end\n"                                                                                    \
 	"local function cancel(me, holder, life)\n"                                                \
 	"  if cancellable(me) and cancellable(holder) then\n"                                      \
-	"    redis.call('HSETNX', fates, holder, 'cancelled by ' .. who(me))\n"                    \
+	"    redis.call('HSET', fates, holder, 'cancelled by ' .. who(me))\n"                      \
 	"    keep_fates(life)\n"                                                                   \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
@@ -293,8 +300,9 @@
  * long after the `pttl` ms left of what it waits for, as of `now`, and 2% of that more (the
  * waiter looks again 1% after it, see wait_margin in line.c: its place must outlast that, or it
  * would lose its turn), so that the release wakes it;
- * a newcomer to an ordered line also takes its turn in the queue of its kind (which lasts an
- * hour after the last arrival, or the wait if longer). Otherwise it leaves that line.
+ * a newcomer to an ordered line also takes its turn in the queue of its kind, and each look
+ * keeps that queue for an hour, or the wait if longer (a line whose waiters all wait longer
+ * than an hour for one holder keeps its order too). Otherwise it leaves that line.
  *
  * The places' key lives as long as the latest place: the places of one KEY's waiters end
  * together, shortly after the lease they all wait out, and a waiter takes its place again each
@@ -307,8 +315,10 @@
 	"  local life = math.max(pttl, 0) + math.floor(math.max(pttl, 0) / 50) + handoff\n"        \
 	"  local new = redis.call('ZADD', places, side * (clock() + life), me)\n"                  \
 	"  redis.call('PEXPIRE', places, life)\n"                                                  \
-	"  if ordered and new == 1 then\n"                                                         \
-	"    redis.call('ZADD', queue_of(me), 'NX', now_us, me)\n"                                 \
+	"  if ordered then\n"                                                                      \
+	"    if new == 1 then\n"                                                                   \
+	"      redis.call('ZADD', queue_of(me), 'NX', string.format('%.0f', now_us), me)\n"        \
+	"    end\n"                                                                                \
 	"    redis.call('PEXPIRE', queue_of(me), math.max(life, " FENCE_KEEP_MS "))\n"             \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
@@ -361,7 +371,7 @@
  * its value}; a waiter is then registered until shortly after that, so that the release wakes
  * it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder uses another
  * discipline, "SUPERSEDED HOST:PID" when a newer run took our place (see QUEUE_RULES). A
- * waiter looking again while the holder keeps the lock costs the server six commands, this call
+ * waiter looking again while the holder keeps the lock costs the server seven commands, this call
  * included; a first attempt on a free lock, two more than SET alone (TIME, and EXISTS for the
  * line that may be in front of it).
  */
@@ -371,11 +381,12 @@ static struct script script_acquire = {
 	"local first, holder, readers, pttl\n"
 	"local e = superseded(me)\n"
 	"if e then return e end\n"
-	"if handoff > 0 and not in_line and discipline(me) == 'latest' then\n"
+	"if handoff > 0 and discipline(me) == 'latest' then\n"
 	"  e = supersede(me)\n"
 	"  if e then return e end\n"
 	"end\n"
-	"if ordered and not in_line and redis.call('EXISTS', queue, queue .. '-shared') > 0 then\n"
+	"if ordered and not in_line and redis.call('EXISTS', queue, queue .. '-shared') > 0 and\n"
+	"   redis.call('EXISTS', KEYS[1]) == 0 then\n"
 	"  first = ahead(nil)\n"
 	"end\n"
 	"if not first then\n"
@@ -389,7 +400,7 @@ static struct script script_acquire = {
 	"  return {1, fence(), 1, data_age()}\n"
 	"end\n"
 	"if first then\n"
-	"  if redis.call('LLEN', list_of(first)) == 0 then push(list_of(first)) end\n"
+	"  push(list_of(first))\n"
 	"  holder, pttl = string.gsub(first, '^s:', ''), place_left(first)\n"
 	"else\n"
 	"  if holder == me then\n"
@@ -412,9 +423,7 @@ static struct script script_acquire = {
 	"  end\n"
 	"end\n"
 	"if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
-	"if handoff > 0 and not in_line and not first then\n"
-	"  cancel(me, holder, math.max(pttl, 0) + handoff)\n"
-	"end\n"
+	"if handoff > 0 and not first then cancel(me, holder, math.max(pttl, 0) + handoff) end\n"
 	WAIT_IN_LINE
 	"if readers and handoff == 0 and in_line then wake_next(1) end\n"
 	"return {0, pttl, holder}\n",

@@ -102,7 +102,7 @@ reap() {
 # (docs.bats checks that it does).
 LOCKER_COMMANDS=(+evalsha +eval +blpop +get +set +pexpire +pttl +del +exists +incr +time +zadd
 	+zrem +zremrangebyscore +rpush +type +zscore +zcard +zcount +zrange +zrangebyscore +pexpireat
-	+hget +hset +hsetnx +llen)
+	+hget +hset)
 
 # latest_cancels KEY QUEUED [OPTIONS...]: --queue latest on KEY, each run given OPTIONS: a
 # holder that agreed to be cancelled, a waiter, and the newest, which supersedes the waiter

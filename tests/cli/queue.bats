@@ -82,26 +82,45 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 }
 
 @test "fifo: nobody overtakes a waiter whose turn it is, not -n, not a newcomer, while the lock is free" {
-	hold job -t 2s
-	"$RR" job -c "echo killed >> $dir/ran" &
-	head=$!
-	wait_until 10 queued 1
-	# The first in line dies: its turn lasts until the lease it waited out would have ended.
-	kill -KILL "$head"
-	reap "$head"
-	touch "$dir/go.job"
-	reap "$holder"
-	assert_equal "$(rcli exists job)" 0
-	# Free, but someone is in line: -n is the conflict status, and says why with -v.
+	# The instant of a handoff, held still: the lock free, a waiter of another host first in
+	# line, its place lasting 30s more (as a release leaves it, for a second, to a waiter
+	# it woke).
+	local now fake=00000000-0000-4000-8000-000000000000:elsewhere:4242
+	now=$(server_ms main)
+	rcli zadd '{job}:waiting' $((now + 30000)) "$fake" >/dev/null
+	rcli zadd '{job}:queue' "${now}000" "$fake" >/dev/null
 	run --separate-stderr "$RR" -n -v job -- touch "$dir/overtook"
 	assert_equal "$status" 75
-	[[ $stderr == *"held by "* ]]
-	# A newcomer waits for the dead waiter's turn to run out, then takes it.
-	run "$RR" job -c "echo newcomer >> $dir/ran"
+	[[ $stderr == *"held by elsewhere:4242"* ]]
+	run "$RR" -w 0.3 job -- touch "$dir/overtook"
+	assert_equal "$status" 75
+	# Its turn over, the newcomer's comes.
+	rcli zrem '{job}:waiting' "$fake" >/dev/null
+	run "$RR" -n job -- touch "$dir/ran"
 	assert_equal "$status" 0
-	[ ! -e "$dir/overtook" ]
-	assert_equal "$(ran)" "newcomer"
-	assert_equal "$(keys_but_fences)" ""
+	[ ! -e "$dir/overtook" ] && [ -e "$dir/ran" ]
+}
+
+@test "fifo: a waiter killed at the front of the line holds the next one back a second, not a lease" {
+	hold job -t 60s
+	"$RR" job -c "echo killed >> $dir/ran" &
+	local killed=$!
+	wait_until 10 queued 1
+	"$RR" job -c "echo next >> $dir/ran" &
+	local next=$!
+	wait_until 10 queued 2
+	kill -KILL "$killed"
+	reap "$killed"
+	touch "$dir/go.job"
+	reap "$holder"
+	# The release woke the dead waiter and the one after it, and gave the first a second
+	# to take its turn: the next one runs then, not when the 60s lease it waited out ends.
+	wait_until 30 test -s "$dir/ran"
+	reap "$next"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "next"
+	# Nothing is left of the line (the dead waiter's wake-up lasts a second).
+	assert_equal "$(rcli exists '{job}:waiting' '{job}:queue' job)" 0
 }
 
 @test "fifo: shared waiters keep their turn, before an exclusive waiter that came after them" {
