@@ -162,7 +162,11 @@
  * time, µs). The first of them whose place lasts goes first; those whose places are over leave
  * both sets as they are met at the front (`firsts`), so no script reads the whole line, and a
  * handoff costs the same whatever its length (DESIGN §3). A release wakes whoever is next on a
- * wake list of their own, `wake`:VALUE (`list_of`), which only they block on. A line over a
+ * wake list of their own, `wake`:VALUE (`list_of`), which only they block on, and leaves an
+ * exclusive one a handoff allowance to take its turn (its place then ends): a waiter killed
+ * at the front holds the others back until their next look, at most the lease they wait out,
+ * as a killed holder does. (Waking the one after it too would bound that by a second, at the
+ * price of a look per handoff, which doubled what a handoff costs the server.) A line over a
  * Redlock quorum keeps no order (`ordered` is false: each server would see arrivals in an
  * order of its own, and keeping each one's could leave every contender with a minority), nor
  * do waiters of redlock-run 0.2.0: they are woken on the shared lists `wake` and `wake`-shared,
@@ -209,14 +213,12 @@
 	"end\n"                                                                                    \
 	"local function wake_next(room)\n"                                                         \
 	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
-	"  local x, s = firsts(queue, room + 1), firsts(queue .. '-shared', 1)\n"                  \
+	"  local x, s = firsts(queue, room), firsts(queue .. '-shared', 1)\n"                      \
 	"  if x[1] and not (s[1] and s[2] < x[2]) then\n"                                          \
 	"    for i = 1, #x, 2 do\n"                                                                \
 	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
 	"      push(list_of(x[i]))\n"                                                              \
-	"      if i < 2 * room then\n"                                                             \
-	"        redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                \
-	"      end\n"                                                                              \
+	"      redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                  \
 	"    end\n"                                                                                \
 	"  elseif s[1] then\n"                                                                     \
 	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
