@@ -175,7 +175,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	"$RR" --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &
 	older=$!
 	wait_until 10 queued 1
-	"$RR" --queue latest -E 3 job -c "echo oldest-but-one >> $dir/ran" 2>"$dir/second.err" &
+	"$RR" --queue latest -v -E 3 job -c "echo oldest-but-one >> $dir/ran" 2>"$dir/second.err" &
 	second=$!
 	# The second supersedes the first at once; then a third supersedes the second.
 	reap "$older"
@@ -187,6 +187,8 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	reap "$second"
 	assert_equal "$status" 3
 	grep -q "superseded by $(hostname):$newest" "$dir/second.err"
+	# With -v, how long it waited, and the status it exits with.
+	grep -q "job: gave up its place in line after waiting [0-9.ms]*; exit status 3" "$dir/second.err"
 	# The holder was never touched: it still holds, and runs on.
 	assert_equal "$(rcli get job)" "$(rcli get job)"
 	[[ $(rcli get job) == *":$holder:latest" ]]

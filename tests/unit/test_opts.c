@@ -375,6 +375,25 @@ main(void)
 	DONE();
 	REFUSED("invalid --min-hold 'x'", "--min-hold", "x", "k", "true");
 
+	/* --queue fifo|latest and --cancel-running: a lock's, on one server. */
+	CHECK_INT(PARSE("k", "true"), OPTS_RUN);
+	CHECK(!o.latest && !o.cancel_running && !o.queue_given);
+	DONE();
+	CHECK_INT(PARSE("--queue", "latest", "--cancel-running", "k", "true"), OPTS_RUN);
+	CHECK(o.latest && o.cancel_running && o.queue_given);
+	DONE();
+	CHECK_INT(PARSE("--queue", "latest", "--queue", "fifo", "k", "true"), OPTS_RUN);
+	CHECK(!o.latest && o.queue_given);
+	DONE();
+	REFUSED("invalid --queue 'lifo' (fifo or latest)", "--queue", "lifo", "k", "true");
+	REFUSED("--cancel-running goes with --queue latest", "--cancel-running", "k", "true");
+	REFUSED("--queue latest is for a lock: not with --shared", "--queue", "latest", "-s", "k",
+		"true");
+	REFUSED("--queue latest is for a lock: not with --limit", "--queue", "latest", "-l", "3",
+		"k", "true");
+	REFUSED("--queue with 2 servers", "--queue", "fifo", "-r", "redis://a", "-r", "redis://b",
+		"k", "true");
+
 	/* --wait-replicas N[,TIMEOUT]: TTL/10 by default, at most a third of the TTL. */
 	CHECK_INT(PARSE("--wait-replicas", "2", "-t", "10s", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.replicas, 2);
