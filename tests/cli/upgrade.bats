@@ -79,18 +79,23 @@ hold() {
 	wait "$held"
 }
 
-@test "a waiter of one release is woken by the other's release" {
-	hold "$OLD_RR" -t 30s job
-	"$RR" -v job -- echo woken >"$dir/out" 2>"$dir/err" &
-	local waiter=$!
-	wait_until 5 grep -q "waiting for job" "$dir/err"
-	touch "$dir/go"
-	wait "$held"
-	reap "$waiter"
-	assert_equal "$status" 0
-	assert_equal "$(cat "$dir/out")" woken
-	# Woken by the release, not by the end of the 30s lease: in well under half of it.
-	grep -Eq "acquired job after ([0-9]+ms|([0-9]|1[0-4])(\.[0-9])?s)," "$dir/err"
+@test "a waiter of one release is woken by the other's release, both ways" {
+	local holder waiter
+	for holder in "$OLD_RR" "$RR"; do
+		waiter=$([[ $holder == "$RR" ]] && echo "$OLD_RR" || echo "$RR")
+		rm -f "$dir/go" "$dir/out" "$dir/err"
+		hold "$holder" -t 30s job
+		"$waiter" -v job -- echo woken >"$dir/out" 2>"$dir/err" &
+		local pid=$!
+		wait_until 5 grep -q "waiting for job" "$dir/err"
+		touch "$dir/go"
+		wait "$held"
+		reap "$pid"
+		assert_equal "$status" 0
+		assert_equal "$(cat "$dir/out")" woken
+		# Woken by the release, not by the end of the 30s lease: in well under half of it.
+		grep -Eq "acquired job after ([0-9]+ms|([0-9]|1[0-4])(\.[0-9])?s)," "$dir/err"
+	done
 }
 
 @test "shared holders of both releases share; an exclusive one of either waits for them" {
