@@ -244,18 +244,25 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 }
 
 @test "--cancel-running stops only a run that agreed to it" {
-	hold job -t 1s --queue latest
+	"$RR" -v -t 1s --queue latest job \
+		-c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
 	"$RR" --queue latest --cancel-running job -c "echo newcomer >> $dir/ran" &
 	newcomer=$!
 	wait_until 10 queued 1
-	# Three of the holder's renewals later, it still runs.
-	sleep 1.2
+	# Three of the holder's renewals after the newcomer came, it still runs.
+	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
+	local before
+	before=$(renewals)
+	wait_until 20 eval '(($(renewals) >= before + 3))'
 	kill -0 "$holder"
-	touch "$dir/go.job"
+	touch "$dir/go"
 	reap "$holder"
 	assert_equal "$status" 0
 	reap "$newcomer"
 	assert_equal "$status" 0
+	! grep -q cancelled "$dir/holder.err"
 }
 
 @test "every run on one KEY agrees on the discipline: a mismatch is 69, naming both" {
