@@ -74,12 +74,23 @@ renewed(void *arg, int64_t lease_end)
  * that node as soon as it can take it (see lock_renew); and one at once when a server closes our
  * idle connection to it (a restart, most likely).
  */
+/*
+ * How often the lease is renewed: every TTL/3; a run that a newer one may cancel
+ * (--cancel-running) learns it from a renewal, at least once a second.
+ */
+#define CANCEL_LOOK NS_PER_S
+static int64_t
+renewal_period(const struct lock *l)
+{
+	return strstr(l->token_suffix, ":cancel") ? time_min(l->ttl / 3, CANCEL_LOOK) : l->ttl / 3;
+}
+
 static void *
 run(void *arg)
 {
 	struct watchdog *w = arg;
 	struct lock *l = &w->lock;
-	const int64_t period = l->ttl / 3;
+	const int64_t period = renewal_period(l);
 	/* After a failure, try again soon rather than a whole period later. */
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
 	const int64_t settle = time_max(retry, l->ttl / 10);
@@ -163,7 +174,7 @@ watchdog_new(const struct lock *l, const struct nodes *ns)
 	w->lock = *l;
 	/* Over several nodes it starts at once: a node that did not take the lock yet is asked,
 	 * and one that restarts is noticed, before the first renewal. */
-	w->due = nodes_count(ns) > 1 ? clock_now() : l->acquired_at + l->ttl / 3;
+	w->due = nodes_count(ns) > 1 ? clock_now() : l->acquired_at + renewal_period(l);
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
 	if ((w->nodes = nodes_new_like(ns)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
 	    pipe2(w->stop, O_CLOEXEC) == 0)

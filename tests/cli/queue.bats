@@ -243,6 +243,22 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(keys_but_fences | grep -v ':broken$')" ""
 }
 
+@test "--cancel-running: a holder with a long lease learns it within a second or so, not a third of its TTL" {
+	"$RR" -t 60s --queue latest --cancel-running job \
+		-c "echo ready > $dir/ready; while :; do sleep 0.05; done" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
+	"$RR" --queue latest --cancel-running job -c "echo newcomer >> $dir/ran" &
+	newcomer=$!
+	# Its renewals come every 20s; a run that may be cancelled looks once a second.
+	wait_until 15 gone "$holder"
+	reap "$holder"
+	assert_equal "$status" 77
+	reap "$newcomer"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "newcomer"
+}
+
 @test "--cancel-running stops only a run that agreed to it" {
 	"$RR" -v -t 1s --queue latest job \
 		-c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" 2>"$dir/holder.err" &
