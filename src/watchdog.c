@@ -68,13 +68,6 @@ renewed(void *arg, int64_t lease_end)
 }
 
 /*
- * The thread: a renewal every TTL/3, sooner after a failure. Over several nodes, connections to
- * all of them from the start; while a node does not hold the lock or did not answer (a late
- * answer, a server down or restarted empty), a renewal every tenth of the TTL, which gives it to
- * that node as soon as it can take it (see lock_renew); and one at once when a server closes our
- * idle connection to it (a restart, most likely).
- */
-/*
  * How often the lease is renewed: every TTL/3; a run that a newer one may cancel
  * (--cancel-running) learns it from a renewal, at least once a second.
  */
@@ -85,6 +78,13 @@ renewal_period(const struct lock *l)
 	return strstr(l->token_suffix, ":cancel") ? time_min(l->ttl / 3, CANCEL_LOOK) : l->ttl / 3;
 }
 
+/*
+ * The thread: a renewal every period (see renewal_period), sooner after a failure. Over
+ * several nodes, connections to all of them from the start; while a node does not hold the
+ * lock or did not answer (a late answer, a server down or restarted empty), a renewal every
+ * tenth of the TTL, which gives it to that node as soon as it can take it (see lock_renew);
+ * and one at once when a server closes our idle connection to it (a restart, most likely).
+ */
 static void *
 run(void *arg)
 {
