@@ -31,9 +31,7 @@ struct lock {
 				     * the discipline (token_suffix) */
 	const char *token_suffix;   /* "" (--queue fifo), ":latest" or ":latest:cancel" */
 	bool ordered;               /* the line keeps arrival order: one node (see LINE) */
-	char cancelled_by[LOCK_HOLDER_MAX]; /* who cancelled our run (--cancel-running): a
-					     * renewal says so; "" until then */
-	bool superseded;                    /* an attempt said LOCK_SUPERSEDED */
+	bool superseded;            /* an attempt said LOCK_SUPERSEDED */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
 	int64_t connect_timeout;    /* how long a server that never answered this run may take
@@ -56,6 +54,9 @@ struct lock {
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
 	char error[512];              /* why the last call did not succeed */
+
+	/* Who cancelled our run (--cancel-running), as a renewal says; "" until then. */
+	char cancelled_by[LOCK_HOLDER_MAX];
 };
 
 #define LOCK_IO_TIMEOUT (5 * NS_PER_S)

@@ -841,9 +841,8 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 				  nurls);
 	} else if (out == OPTS_RUN && o->latest && (o->shared || o->limit > 1)) {
 		opts_free(o);
-		out = usage_error(err, size,
-				  "--queue latest is for a lock: not with %s", o->shared ? "--shared"
-											: "--limit");
+		out = usage_error(err, size, "--queue latest is for a lock: not with %s",
+				  o->shared ? "--shared" : "--limit");
 	} else if (out == OPTS_RUN && o->cancel_running && !o->latest) {
 		opts_free(o);
 		out = usage_error(err, size, "--cancel-running goes with --queue latest");

@@ -15,17 +15,17 @@
 struct watchdog;
 
 enum watchdog_event_type {
-	WATCHDOG_RENEWED, /* sent: when the renewing requests went out; lease_end: when the lease
-			   * now ends on a quorum; detail: a note, or "" */
-	WATCHDOG_NOTE,    /* detail: what a minority of nodes did (a node that did not answer) */
-	WATCHDOG_WARN,    /* detail: a server that may evict locks (said once per run) */
-	WATCHDOG_FAILED,  /* detail: why; it keeps trying until the lease runs out */
+	WATCHDOG_RENEWED,   /* sent: when the renewing requests went out; lease_end: when the lease
+			     * now ends on a quorum; detail: a note, or "" */
+	WATCHDOG_NOTE,      /* detail: what a minority of nodes did (a node that did not answer) */
+	WATCHDOG_WARN,      /* detail: a server that may evict locks (said once per run) */
+	WATCHDOG_FAILED,    /* detail: why; it keeps trying until the lease runs out */
 	WATCHDOG_CANCELLED, /* a newer run cancelled ours (--cancel-running), whose lease the
 			     * watchdog keeps renewing while the command stops; detail: who,
 			     * "HOST:PID". Said once, after the renewal that found it */
-	WATCHDOG_LOST,    /* how: what became of the lock; detail: the new holder, if any;
-			   * cause: a failover that explains it, or for LOCK_GONE_WITH_DATA
-			   * which server lost its data, or "" */
+	WATCHDOG_LOST,      /* how: what became of the lock; detail: the new holder, if any;
+			     * cause: a failover that explains it, or for LOCK_GONE_WITH_DATA
+			     * which server lost its data, or "" */
 };
 
 struct watchdog_event {
