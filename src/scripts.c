@@ -246,24 +246,38 @@
  *
  * `supersede()`: a newcomer with --queue latest takes the places of every waiter before it:
  * each learns why from `fates` ("superseded by HOST:PID") when it looks again, which a wake-up
- * makes it do at once. `cancel(holder)`: a newcomer with --cancel-running marks the holder
- * "cancelled by HOST:PID" in `fates`, if it consented; its next renewal finds it (see
- * script_renew). Both last as long as those who must read them may take to.
+ * makes it do at once, or, paused meanwhile, within the hour the mark lasts (one that found no
+ * mark would take its turn again, after the newer run). `cancel(holder)`: a newcomer with
+ * --cancel-running marks the holder "cancelled by HOST:PID" in `fates`, if it consented; its
+ * next renewal finds it (see script_renew), for as long as the holder's lease may last.
+ * `withdraw(w)`: a canceller that leaves the line (a signal, the end of its -w, a newer run
+ * that supersedes it) takes its mark back, unless the holder saw it already: the holder then
+ * runs on, as nobody would run after it.
  */
-#define QUEUE_RULES                                                                                \
+#define FATES                                                                                      \
 	"local function discipline(v)\n"                                                           \
 	"  return string.find(v, ':%d+:latest') and 'latest' or 'fifo'\n"                          \
 	"end\n"                                                                                    \
 	"local function cancellable(v)\n"                                                          \
 	"  return type(v) == 'string' and string.find(v, ':%d+:latest:cancel') ~= nil\n"           \
 	"end\n"                                                                                    \
-	"local function disagree(theirs)\n"                                                        \
-	"  return redis.error_reply('QUEUE ' .. discipline(theirs) .. ' ' .. theirs)\n"            \
-	"end\n"                                                                                    \
 	"local function keep_fates(life)\n"                                                        \
 	"  if redis.call('PTTL', fates) < life then redis.call('PEXPIRE', fates, life) end\n"      \
 	"end\n"                                                                                    \
 	"local function who(v) return string.match(v, '^[^:]*:([^:]*:%d+)') or v end\n"           \
+	"local function withdraw(w)\n"                                                             \
+	"  if not cancellable(w) then return end\n"                                                \
+	"  local holder = redis.pcall('GET', KEYS[1])\n"                                           \
+	"  if type(holder) == 'string' and\n"                                                      \
+	"     redis.call('HGET', fates, holder) == 'cancelled by ' .. who(w) then\n"               \
+	"    redis.call('HSET', fates, holder, 'cancel withdrawn by ' .. who(w))\n"                \
+	"  end\n"                                                                                  \
+	"end\n"
+#define QUEUE_RULES                                                                                \
+	FATES                                                                                      \
+	"local function disagree(theirs)\n"                                                        \
+	"  return redis.error_reply('QUEUE ' .. discipline(theirs) .. ' ' .. theirs)\n"            \
+	"end\n"                                                                                    \
 	"local function supersede(me)\n"                                                           \
 	"  if redis.call('EXISTS', queue) == 0 then return end\n"                                  \
 	"  local life = 0\n"                                                                       \
@@ -277,9 +291,10 @@
 	"    redis.call('ZREM', queue, o)\n"                                                       \
 	"    redis.call('ZREM', places, o)\n"                                                      \
 	"    redis.call('HSET', fates, o, 'superseded by ' .. who(me))\n"                          \
+	"    withdraw(o)\n"                                                                        \
 	"    push(list_of(o))\n"                                                                   \
 	"  end\n"                                                                                  \
-	"  if life > 0 then keep_fates(life) end\n"                                                \
+	"  if life > 0 then keep_fates(math.max(life, " FENCE_KEEP_MS ")) end\n"                   \
 	"end\n"                                                                                    \
 	"local function cancel(me, holder, life)\n"                                                \
 	"  if cancellable(me) and cancellable(holder) then\n"                                      \
@@ -427,6 +442,7 @@ static struct script script_acquire = {
 	"if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
 	"if handoff > 0 and not first then cancel(me, holder, math.max(pttl, 0) + handoff) end\n"
 	WAIT_IN_LINE
+	"if handoff == 0 and in_line then withdraw(me) end\n"
 	"if readers and handoff == 0 and in_line then wake_next(1) end\n"
 	"return {0, pttl, holder}\n",
 };
@@ -679,8 +695,9 @@ static struct script script_sem_release = {
  */
 struct script script_leave = {
 	.writes = true,
-	.text = CLOCK LINE "redis.call('ZREM', places, ARGV[1])\n"
+	.text = CLOCK LINE FATES "redis.call('ZREM', places, ARGV[1])\n"
 			   "redis.call('ZREM', queue_of(ARGV[1]), ARGV[1])\n"
+			   "withdraw(ARGV[1])\n"
 			   "if string.sub(ARGV[1], 1, 2) ~= 's:' and\n"
 			   "   redis.call('TYPE', KEYS[1]).ok ~= 'string' then\n"
 			   "  wake_next(1)\n"

@@ -201,6 +201,61 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(ran)" "newest"
 }
 
+@test "--queue latest: a superseded waiter paused past its place still learns it, and never runs" {
+	hold job --queue latest -t 1s
+	"$RR" --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &
+	older=$!
+	wait_until 10 queued 1
+	local token ends
+	token=$(rcli zrange '{job}:queue' 0 0)
+	kill -STOP "$older"
+	# Its BLPOP times out on the server, and the attempt queued behind it runs (it keeps its
+	# place): stopped, it sends no other.
+	wait_until 10 eval '[[ -z $(blocked_ids main) ]]'
+	"$RR" --queue latest job -c "echo newer >> $dir/ran" &
+	newer=$!
+	wait_until 10 eval '[[ $(rcli zrange "{job}:queue" 0 -1) != *"$token"* ]] && queued 1'
+	# The older one's place would have ended by now (the lease it waited out, 2% and a second).
+	ends=$(($(server_ms main) + 2100))
+	wait_until 10 eval '(($(server_ms main) > ends))'
+	kill -CONT "$older"
+	reap "$older"
+	assert_equal "$status" 75
+	grep -q "superseded by $(hostname):$newer" "$dir/older.err"
+	touch "$dir/go.job"
+	reap "$holder"
+	reap "$newer"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "newer"
+}
+
+@test "--cancel-running: a canceller that leaves the line takes its cancel back" {
+	"$RR" -v -t 30s --queue latest --cancel-running job \
+		-c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
+	# One gives up at the end of its -w, one is stopped by a signal.
+	run "$RR" -w 0.2 --queue latest --cancel-running job -- touch "$dir/ran"
+	assert_equal "$status" 75
+	"$RR" --queue latest --cancel-running job -- touch "$dir/ran" &
+	termed=$!
+	wait_until 10 queued 1
+	kill -TERM "$termed"
+	reap "$termed"
+	assert_equal "$status" 143
+	# Two of the holder's renewals later (once a second), it still runs.
+	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
+	local before
+	before=$(renewals)
+	wait_until 20 eval '(($(renewals) >= before + 2))'
+	kill -0 "$holder"
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	! grep -q cancelled "$dir/holder.err"
+	[ ! -e "$dir/ran" ]
+}
+
 @test "--queue latest: waiters killed and signalled in the middle of the line leave it right" {
 	hold job --queue latest -t 2s
 	"$RR" --queue latest job -c "echo killed >> $dir/ran" &
