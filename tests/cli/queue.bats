@@ -33,6 +33,16 @@ hold() {
 	wait_until 10 test -s "$dir/ready.$key"
 }
 
+# holder_runs_on N: the holder ($holder, started with -v, its stderr in $dir/holder.err) renews
+# N more times, and still runs.
+holder_runs_on() {
+	local before
+	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
+	before=$(renewals)
+	wait_until 20 eval '(($(renewals) >= before + $1))'
+	kill -0 "$holder"
+}
+
 # ran: the names the commands wrote to $dir/ran, in the order they ran, on one line.
 ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 
@@ -244,11 +254,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	reap "$termed"
 	assert_equal "$status" 143
 	# Two of the holder's renewals later (once a second), it still runs.
-	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
-	local before
-	before=$(renewals)
-	wait_until 20 eval '(($(renewals) >= before + 2))'
-	kill -0 "$holder"
+	holder_runs_on 2
 	touch "$dir/go"
 	reap "$holder"
 	assert_equal "$status" 0
@@ -323,11 +329,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	newcomer=$!
 	wait_until 10 queued 1
 	# Three of the holder's renewals after the newcomer came, it still runs.
-	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
-	local before
-	before=$(renewals)
-	wait_until 20 eval '(($(renewals) >= before + 3))'
-	kill -0 "$holder"
+	holder_runs_on 3
 	touch "$dir/go"
 	reap "$holder"
 	assert_equal "$status" 0
