@@ -36,10 +36,10 @@ hold() {
 # holder_runs_on N: the holder ($holder, started with -v, its stderr in $dir/holder.err) renews
 # N more times, and still runs.
 holder_runs_on() {
-	local before
+	local want
 	renewals() { grep -c "renewed job" "$dir/holder.err" || true; }
-	before=$(renewals)
-	wait_until 20 eval '(($(renewals) >= before + $1))'
+	want=$(($(renewals) + $1))
+	wait_until 20 eval '(($(renewals) >= want))'
 	kill -0 "$holder"
 }
 
