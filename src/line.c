@@ -133,12 +133,11 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
 	int64_t block, end, due, timed_out = -1, nudge_at, step = NS_PER_MS;
 	char seconds[32];
-	const char *own = l->own_wake_key, *list = l->shared ? l->shared_wake_key : l->wake_key;
 	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the
 	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
-	const char *argv[4] = { "BLPOP", own, list, seconds };
-	size_t lens[4] = { 5, 0, strlen(list), 0 };
-	struct command blpop = { 4, argv, lens, false };
+	const char *argv[4] = { "BLPOP" };
+	size_t lens[4];
+	struct command blpop = { 1, argv, lens, false };
 	bool pipeline, refused = false, woken = false, retire = false;
 	struct answer a;
 	enum conn_result res;
@@ -175,15 +174,12 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
 	block = time_add(block, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
 	snprintf(seconds, sizeof(seconds), "%.3f", (double)(block / NS_PER_MS) / 1e3);
-	lens[1] = strlen(own);
-	lens[3] = strlen(seconds);
-	if (!l->ordered) {
-		argv[1] = list;
-		lens[1] = lens[2];
-		argv[2] = seconds;
-		lens[2] = lens[3];
-		blpop.argc = 3;
-	}
+	if (l->ordered)
+		argv[blpop.argc++] = l->own_wake_key;
+	argv[blpop.argc++] = l->shared ? l->shared_wake_key : l->wake_key;
+	argv[blpop.argc++] = seconds;
+	for (int i = 0; i < blpop.argc; i++)
+		lens[i] = strlen(argv[i]);
 	/* A server times a blocked client out at its next tick (100 ms apart by default), or
 	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
 	 * answers, it is nudged (see conn_nudge). */

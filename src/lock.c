@@ -59,13 +59,12 @@ lock_aux_key(const char *key, const char *suffix)
 	return name;
 }
 
-/* Names the list that wakes us (l->own_wake_key), once there is one, after our value. */
+/* Names the list that wakes us (l->own_wake_key) after our value. */
 static void
 name_own_list(struct lock *l)
 {
-	if (l->own_wake_key)
-		snprintf(l->own_wake_key, strlen(l->wake_key) + sizeof(l->value) + 1, "%s:%s",
-			 l->wake_key, l->value);
+	snprintf(l->own_wake_key, strlen(l->wake_key) + sizeof(l->value) + 1, "%s:%s", l->wake_key,
+		 l->value);
 }
 
 int
@@ -128,8 +127,6 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	l->io_timeout = LOCK_IO_TIMEOUT;
 	l->connect_timeout = LOCK_IO_TIMEOUT;
 	l->token_suffix = "";
-	if (make_token(l) < 0)
-		return -1;
 	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
 	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
 	    !(l->waiting_key = lock_aux_key(key, ":waiting")) ||
@@ -138,7 +135,8 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	    !(l->own_wake_key = malloc(strlen(l->wake_key) + sizeof(l->value) + 1)) ||
 	    !(l->broken_key = lock_aux_key(key, ":broken")))
 		return -1;
-	name_own_list(l);
+	if (make_token(l) < 0)
+		return -1;
 	scripts_init();
 	return 0;
 }
@@ -409,6 +407,7 @@ static bool
 queue_refusal(struct lock *l, const char *e)
 {
 	char who[LOCK_HOLDER_MAX];
+	size_t len;
 
 	if (strncmp(e, "SUPERSEDED ", 11) == 0) {
 		l->superseded = true;
@@ -420,12 +419,12 @@ queue_refusal(struct lock *l, const char *e)
 	if (strncmp(e, "QUEUE ", 6) != 0)
 		return false;
 	e += 6;
+	len = strcspn(e, " "); /* "DISCIPLINE VALUE" */
 	set_error(l,
 		  "%s is used with --queue %.*s by %s, and this run has --queue %s: every run on "
 		  "one KEY must use the same discipline",
-		  l->key, (int)strcspn(e, " "), e,
-		  lock_describe_holder(e + strcspn(e, " ") + (e[strcspn(e, " ")] != '\0'), who,
-				       sizeof(who)),
+		  l->key, (int)len, e,
+		  lock_describe_holder(e[len] ? e + len + 1 : "", who, sizeof(who)),
 		  lock_discipline_of(l->value));
 	return true;
 }
