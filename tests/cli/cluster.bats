@@ -153,12 +153,7 @@ moved_on() {
 		wait_until 10 queued "$i"
 	done
 	touch "$dir/go"
-	reap "$holder"
-	assert_equal "$status" 0
-	for i in "${pids[@]}"; do
-		reap "$i"
-		assert_equal "$status" 0
-	done
+	reap_ok "$holder" "${pids[@]}"
 	assert_equal "$(tr '\n' ' ' <"$dir/ran")" "1 2 3 "
 	latest_cancels "$key" queued -r "$url"
 }

@@ -97,6 +97,14 @@ reap() {
 	status=0
 	wait "$1" || status=$?
 }
+# reap_ok PID...: each of them exits 0.
+reap_ok() {
+	local pid
+	for pid; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+}
 
 # The commands a Redis user needs, as the man page's LEAST PRIVILEGE section lists them
 # (docs.bats checks that it does).
@@ -138,6 +146,13 @@ main_server_start() {
 			"${LOCKER_COMMANDS[@]}" >/dev/null
 }
 main_server_stop() { redis_stop main; }
+# main_server_fixture: setup_file, teardown_file and setup for a file that wants just that
+# fixture (its file's own definitions, if any, come after and win).
+main_server_fixture() {
+	setup_file() { main_server_start; }
+	teardown_file() { main_server_stop; }
+	setup() { main_server_reset; }
+}
 main_server_reset() {
 	export REDLOCK_URL="unix://$(redis_sock main)"
 	[ -z "${REDLOCK_TEST_AS_LOCKER:-}" ] || REDLOCK_URL="unix://locker:l0cker@$(redis_sock main)"

@@ -6,17 +6,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-setup_file() {
-	main_server_start
-}
-
-teardown_file() {
-	main_server_stop
-}
-
-setup() {
-	main_server_reset
-}
+main_server_fixture
 
 # stats NAME...: how many times each command NAME ran since the last reset, scripts' own
 # included, from one reading, in that order; "all" is every command but the tests' own.

@@ -6,17 +6,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-setup_file() {
-	main_server_start
-}
-
-teardown_file() {
-	main_server_stop
-}
-
-setup() {
-	main_server_reset
-}
+main_server_fixture
 
 # The quorum's servers, which a scenario starts, are stopped whatever becomes of it.
 teardown() {

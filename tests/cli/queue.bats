@@ -6,17 +6,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-setup_file() {
-	main_server_start
-}
-
-teardown_file() {
-	main_server_stop
-}
-
-setup() {
-	main_server_reset
-}
+main_server_fixture
 
 # queued N [KEY]: N waiters have taken their turn in KEY's line (default job), of either kind.
 queued() {
@@ -60,10 +50,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 		touch "$dir/go.job"
 		reap "$holder"
 		assert_equal "$status" 0
-		for i in 1 2 3 4 5; do
-			reap "${pids[i]}"
-			assert_equal "$status" 0
-		done
+		reap_ok "${pids[@]}"
 		assert_equal "$(ran)" "1 2 3 4 5"
 		rm -f "$dir/go.job" "$dir/ready.job"
 	done
@@ -82,12 +69,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 		# The line starts moving after the first ten arrived.
 		((i != 10)) || touch "$dir/go.job"
 	done
-	reap "$holder"
-	assert_equal "$status" 0
-	for i in $(seq 40); do
-		reap "${pids[i]}"
-		assert_equal "$status" 0
-	done
+	reap_ok "$holder" "${pids[@]}"
 	assert_equal "$(ran)" "$(seq 40 | tr '\n' ' ' | sed 's/ $//')"
 }
 
@@ -145,10 +127,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	s2=$!
 	wait_until 10 queued 3
 	touch "$dir/go.job"
-	for pid in "$holder" "$s1" "$x" "$s2"; do
-		reap "$pid"
-		assert_equal "$status" 0
-	done
+	reap_ok "$holder" "$s1" "$x" "$s2"
 	# s1 came first and runs first; x waits for it, and s2 for x.
 	assert_equal "$(ran)" "s1 s1-done x s2"
 }
@@ -174,10 +153,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	wait_until 10 grep -q 3 "$dir/ran"
 	assert_equal "$(ran)" "1 2 3"
 	touch "$dir/go.2" "$dir/go.3"
-	for pid in "${holders[@]}" "${pids[@]}"; do
-		reap "$pid"
-		assert_equal "$status" 0
-	done
+	reap_ok "${holders[@]}" "${pids[@]}"
 }
 
 @test "--queue latest: the newest takes the older waiter's place, which exits with the conflict status" {
@@ -395,10 +371,7 @@ waited = [w["waited_ms"] for w in lock["waiters"]]
 assert waited == sorted(waited, reverse=True) and waited[-1] >= 0, waited
 ' "$output" "$w1" "$w2" "$w3"
 	touch "$dir/go.job"
-	for pid in "$holder" "$w1" "$w2" "$w3"; do
-		reap "$pid"
-		assert_equal "$status" 0
-	done
+	reap_ok "$holder" "$w1" "$w2" "$w3"
 	hold deploy --queue latest
 	"$RR" --queue latest deploy -- true &
 	w=$!

@@ -422,12 +422,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	scli s1 sentinel failover "$SENTINEL_MASTER" >/dev/null
 	wait_until 20 failover_done "$old"
 	touch "$dir/go"
-	reap "$holder"
-	assert_equal "$status" 0
-	for i in "${pids[@]}"; do
-		reap "$i"
-		assert_equal "$status" 0
-	done
+	reap_ok "$holder" "${pids[@]}"
 	assert_equal "$(tr '\n' ' ' <"$dir/ran")" "1 2 3 "
 	# --queue latest --cancel-running on the new master.
 	queued_on_master() { [[ $(on_master zcard '{deploy}:queue') == "$1" ]]; }

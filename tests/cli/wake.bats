@@ -5,17 +5,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-setup_file() {
-	main_server_start
-}
-
-teardown_file() {
-	main_server_stop
-}
-
-setup() {
-	main_server_reset
-}
+main_server_fixture
 
 # in_line N: N waiters are in job's line on the main server.
 in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
