@@ -40,9 +40,11 @@ close_all_but(int keep)
 
 /*
  * The guard: a tiny process beside the command's group. Its pipe brings the group's id, then
- * a byte that means "stand down"; end-of-file means redlock-run is gone, however it went,
- * and the group dies with it. Only async-signal-safe calls: this is a fork of a process
- * that may have threads.
+ * a byte that means "stand down"; end-of-file before that byte means redlock-run is gone,
+ * however it went, and the group dies with it. Stood down, it leaves only at end-of-file:
+ * its exit then costs nothing between the command's end and the release that hands the lock
+ * on (woken to exit at once, it took the CPU from redlock-run for a tenth of a handoff). Only
+ * async-signal-safe calls: this is a fork of a process that may have threads.
  */
 static _Noreturn void
 run_guard(int fd, char *title, size_t title_size, const char *name)
@@ -74,8 +76,13 @@ run_guard(int fd, char *title, size_t title_size, const char *name)
 	do
 		n = read(fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
-	if (n <= 0)
+	if (n <= 0) {
 		kill(-pgid, SIGKILL);
+		_exit(0);
+	}
+	do /* stood down: waits for the end-of-file that child_free brings */
+		n = read(fd, &byte, 1);
+	while (n > 0 || (n < 0 && errno == EINTR));
 	_exit(0);
 }
 
@@ -271,13 +278,10 @@ child_finish(struct child *ch, int tty_signal)
 		    (tty_signal == SIGINT || tty_signal == SIGQUIT))
 			kill(0, tty_signal);
 	}
-	/* The group is empty: the guard may go (it is reaped by child_free). */
-	if (ch->guard_fd >= 0) {
-		if (write(ch->guard_fd, "", 1) < 0) {
-			/* Then it is gone already. */
-		}
-		close(ch->guard_fd);
-		ch->guard_fd = -1;
+	/* The group is empty: the guard stands down (and leaves when child_free closes its
+	 * pipe, after the release). */
+	if (ch->guard_fd >= 0 && write(ch->guard_fd, "", 1) < 0) {
+		/* Then it is gone already. */
 	}
 }
 
@@ -285,7 +289,9 @@ void
 child_free(struct child *ch)
 {
 	if (ch->guard_fd >= 0) {
-		close(ch->guard_fd); /* no command was started: end-of-file sends it away */
+		/* End-of-file: a guard that stood down leaves; one still watching takes the
+		 * command's group down, if a command was started. */
+		close(ch->guard_fd);
 		ch->guard_fd = -1;
 	}
 	if (ch->guard > 0)

@@ -62,10 +62,11 @@ void child_resume(const struct child *ch);
 /* Once nothing of the command is left: the terminal goes back to redlock-run if the
  * command had it, and so does tty_signal, a signal that killed the command and that only
  * the terminal can have sent (not one redlock-run forwarded), to the job that ran us; the
- * guard stands down. */
+ * guard stands down (it leaves at child_free, after the release). */
 void child_finish(struct child *ch, int tty_signal);
 
-/* Sends away a guard that is still waiting (no command was started) and reaps it. */
+/* Sends the guard away and reaps it: one that has not stood down takes the command's group
+ * down first, if a command was started. */
 void child_free(struct child *ch);
 
 /* Maps a wait status the way a shell does: the exit code, or 128+N for signal N (then

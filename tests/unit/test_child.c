@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,6 +92,64 @@ check_guard(void)
 	close(report[0]);
 }
 
+/* A process's state letter in /proc ('S' sleeping, 'Z' a zombie...), or '?' when gone. */
+static char
+state_of(pid_t pid)
+{
+	char path[64], line[512], *close_paren;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if (!(f = fopen(path, "r")))
+		return '?';
+	close_paren = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	return close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+/*
+ * A guard that stood down (child_finish) stays until child_free, so that its exit costs
+ * nothing between the command's end and the release; and the end-of-file that sends it away
+ * then takes nothing down, even what would still be in the group.
+ */
+static void
+check_stood_down(const struct signals *s)
+{
+	struct child ch;
+	int started[2], status;
+	char script[64], state = '?';
+	pid_t guard, left = 0;
+
+	CHECK_INT(pipe(started), 0);
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch, NULL), 0);
+	snprintf(script, sizeof(script), "sleep 30 & echo $! >&%d", started[1]);
+	CHECK_INT(child_spawn(&ch, (char *[]){ "sh", "-c", script, NULL },
+			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, s),
+		  0);
+	close(started[1]);
+	FILE *f = fdopen(started[0], "r");
+	CHECK(f && fscanf(f, "%d", &left) == 1 && left > 0);
+	if (f)
+		fclose(f);
+	waitpid(ch.pid, &status, 0);
+	guard = ch.guard;
+	child_finish(&ch, 0); /* with the sleep still in the group: only a test does that */
+	/* Woken by the byte, it reads it and waits again: asleep, not a zombie. */
+	for (int tries = 0; tries < 500; tries++) {
+		if ((state = state_of(guard)) == 'S' || state == 'Z' || state == '?')
+			break;
+		usleep(10000);
+	}
+	CHECK_INT(state, 'S');
+	child_free(&ch);
+	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* gone, and reaped */
+	CHECK_INT(kill(left, 0), 0);                  /* having killed nothing */
+	kill(left, SIGKILL);
+	for (int tries = 0; tries < 500 && waitpid(left, NULL, WNOHANG) == 0; tries++)
+		usleep(10000); /* the sleep came to us, the subreaper */
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -166,6 +225,7 @@ main(int argc, char *argv[])
 	child_free(&ch);
 	CHECK_INT(kill(-ch.pgid, 0), -1);             /* the group is empty */
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* and the guard reaped */
+	check_stood_down(&s);
 
 	/* A guard readied for a command that never starts goes away when told; and without
 	 * a guard, no command starts. It goes by a name of its own, in ps as in pgrep. */
