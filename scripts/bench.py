@@ -13,6 +13,7 @@ import collections
 import functools
 import os
 import platform
+import select
 import shutil
 import socket
 import statistics
@@ -175,13 +176,26 @@ class Processes:
             h.stdin.close()
 
     def finish(self, timeout=120):
-        """Waits for all the processes to exit: a failure unless each exits 0 in time."""
+        """Waits for all the processes to exit: a failure unless each exits 0 in time. It
+        returns as the last one exits: Popen.wait with a timeout polls, sleeping up to 50 ms
+        at a time (0.5 ms, then twice as long each time), which rounded a short line's time up
+        to the next of its steps (2 sections in 3.6 ms took 7.5 ms)."""
         deadline = time.monotonic() + timeout
+        running = {os.pidfd_open(p.pid): p for p in self.started if p.returncode is None}
+        poller = select.poll()
+        for fd in running:
+            poller.register(fd, select.POLLIN)
+        while running and time.monotonic() < deadline:
+            for fd, _ in poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                poller.unregister(fd)
+                os.close(fd)
+                running.pop(fd).wait()
+        for fd in running:
+            os.close(fd)
         ends = collections.Counter()
         for p in self.started:
-            try:
-                code = p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            code = p.poll()
+            if code is None:
                 ends[f"still ran after {timeout} s"] += 1
                 continue
             if code:
