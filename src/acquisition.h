@@ -1,7 +1,8 @@
 /*
- * An acquisition under way, as the two rooms that make it share it: lock.c, which makes the
- * attempts and reads what they found, and line.c, the waiting line between them (DESIGN §5).
- * Private to those two: other modules see the lock through lock.h.
+ * What the lock's rooms share (DESIGN §5): lock.c (the token, the script calls and their
+ * answers, renew and release), acquire.c (the attempts and what they found), line.c (the
+ * waiting line between them) and inspect.c (--status, --list and --break). Private to those:
+ * other modules see the lock through lock.h.
  */
 #ifndef REDLOCK_ACQUISITION_H
 #define REDLOCK_ACQUISITION_H
@@ -114,5 +115,70 @@ void call_send(struct nodes *ns, size_t i, const struct call *call, int64_t dead
 
 /* A request to node i, sent at `sent`, may have landed unanswered: the earliest such counts. */
 void unsure_mark(struct acquisition *q, size_t i, int64_t sent);
+
+/* When a request to node i must be answered, for one otherwise due by deadline: by
+ * --connect-timeout when the node never answered this run, connecting included. */
+int64_t due_from(const struct lock *l, const struct nodes *ns, size_t i, int64_t deadline);
+
+/* The call, to every node. */
+void call_send_all(struct nodes *ns, const struct call *call, int64_t deadline, int intr_fd);
+
+/*
+ * The next answer to call from any node, waited for until `until`; a node that did not know
+ * the script is sent its text and asked again, due by `due`. What nodes_next returns.
+ */
+enum conn_result next_answer(struct nodes *ns, const struct call *call, int64_t until, int64_t due,
+			     int intr_fd, struct answer *a);
+
+/*
+ * Whether what answer a says was written reached enough replicas (--wait-replicas): always,
+ * without it. Otherwise why says how many acknowledged what, or why WAIT could not tell.
+ */
+bool replicated(const struct lock *l, const struct nodes *ns, const struct answer *a,
+		const char *what, char *why, size_t size);
+
+/* Adds one node's reason to f. */
+void failures_add(struct failures *f, const char *why);
+
+/* l->error for a request that fewer than a quorum could grant: what the failing nodes said,
+ * and with several nodes, how many a quorum needed. */
+void set_quorum_error(struct lock *l, const struct nodes *ns, const struct failures *f);
+
+/* The TTL in ms, as a script's argument. */
+void ttl_ms(const struct lock *l, char *buf, size_t size);
+
+/* A PTTL in ms as a TTL in ns, saturating (a server may say anything): -1 for none. */
+int64_t ttl_ns(long long ms);
+
+/*
+ * What a server said when it refused a script, for a message: its error without the script's
+ * internals Redis adds ("... script: 59e8..., on @user_script:20."), which name nothing a user
+ * wrote; "unexpected reply" for anything but an error. Returns buf.
+ */
+const char *refusal(const struct reply *r, char *buf, size_t size);
+
+/* Whether a script said that KEY is not a lock ("FOREIGN what", see ALIEN in scripts.c): then
+ * l->error says what KEY holds on the server at address, and `advice` follows. */
+bool foreign(struct lock *l, const char *address, const struct reply *r, const char *advice);
+
+enum acquire_reply {
+	REPLY_ACQUIRED,
+	REPLY_HELD,
+	REPLY_NOT_NOW, /* the server cannot run it yet: it is loading its data, or busy */
+	REPLY_REFUSED,
+};
+
+/* Reads the acquire script's reply from the server at address into l; a grant's *age, how
+ * long that server has run (s), or -1 when it did not say, and its run id into run_id (41
+ * bytes), or "". */
+enum acquire_reply parse_acquire(struct lock *l, const char *address, const struct reply *r,
+				 long long *age, char *run_id);
+
+/* The fence script's call, raising KEY's fence counter to `fence` where it is lower; both
+ * strings (the lease in ms in ttl) must outlive the call. */
+void fence_call(struct lock *l, const char *fence, const char *ttl, struct call *call);
+
+/* "3s", or "less than 1s": a server's uptime in whole seconds, up, as a time ago. */
+const char *uptime_ago(long long up, char *buf, size_t size);
 
 #endif

@@ -1,0 +1,701 @@
+/*
+ * Taking the lock (DESIGN §3, §3b): lock_acquire's attempts, each sent to every node at once,
+ * what their answers count for (grants, holders, young servers, replicas), the verdict of a
+ * quorum, what a grant that does not count is given back, and how long to pause before the
+ * next attempt. Between attempts, a run that found the lock held waits in line (line.c).
+ */
+#include "lock.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "acquisition.h"
+#include "duration.h"
+#include "line.h"
+#include "msg.h"
+#include "nodes.h"
+#include "scripts.h"
+#include "util.h"
+
+enum attempt_outcome {
+	ATTEMPT_ACQUIRED,
+	ATTEMPT_HELD,        /* others hold it on so many nodes that no quorum is free */
+	ATTEMPT_SPLIT,       /* contenders split the nodes between them: nobody has it; we gave
+			      * back what we took */
+	ATTEMPT_LATE,        /* granted, but too late to count: given back, l->error says so */
+	ATTEMPT_RENEW,       /* granted by a request queued behind a BLPOP, whose lease counts
+			      * from when it was queued: ours, to renew at once by asking again */
+	ATTEMPT_NO_QUORUM,   /* too few nodes answered: l->error says why */
+	ATTEMPT_REFUSED,     /* so many refused that no quorum ever can: l->error says why */
+	ATTEMPT_INTERRUPTED, /* nothing taken was left behind */
+};
+
+bool
+lock_grant_in_time(const struct lock *l, int64_t valid_until, int64_t now)
+{
+	return valid_until - now >= lock_lease_deadline(l, 0) - l->ttl / 3;
+}
+
+/* Records why we stopped with a request unanswered: a lock it took expires by itself. */
+static void
+set_unsure_error(struct lock *l, const char *why)
+{
+	set_error(l, "%s; if the lock was taken, it expires within %lldms", why,
+		  (long long)(l->ttl / NS_PER_MS));
+}
+
+void
+unsure_mark(struct acquisition *q, size_t i, int64_t sent)
+{
+	if (q->unsure_at[i] >= 0)
+		return;
+	q->unsure_at[i] = sent;
+	if (q->unsure_since < 0 || sent < q->unsure_since)
+		q->unsure_since = sent;
+}
+
+static void
+unsure_clear(struct acquisition *q, size_t i)
+{
+	q->unsure_at[i] = -1;
+	q->unsure_since = -1;
+	for (size_t j = 0; j < NODES_MAX; j++)
+		if (q->unsure_at[j] >= 0 &&
+		    (q->unsure_since < 0 || q->unsure_at[j] < q->unsure_since))
+			q->unsure_since = q->unsure_at[j];
+}
+
+/*
+ * Sends the release wherever an attempt that failed may have taken the lock: on the nodes that
+ * granted it, and on those still to answer (it queues behind the request there). Found held, a
+ * node took nothing. The text of the script goes, as its answer may not be read.
+ */
+static void
+send_give_back(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	struct call call;
+
+	release_call(l, 0, &call);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i))
+			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
+}
+
+/* Gives back what a failed attempt may have taken, without waiting for the answers. */
+static void
+give_back(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	send_give_back(l, ns, rd);
+	nodes_forget(ns);
+}
+
+/*
+ * The attempt's requests are in flight and we must stop (a signal). Their answers come within
+ * a round trip unless a server is stuck: a lock they took is given back, and we wait that long
+ * for it to be.
+ */
+static void
+settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
+{
+	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	struct answer a;
+	bool unsure = false;
+
+	send_give_back(l, ns, rd);
+	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+		if (a.result != CONN_OK)
+			unsure = unsure || a.maybe_landed;
+		else
+			reply_free(a.reply);
+	}
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		unsure = unsure || nodes_outstanding(ns, i);
+	nodes_cancel(ns);
+	if (unsure) {
+		set_unsure_error(l, "no answer to the last attempt");
+		msg_warn("%s", l->error);
+	}
+}
+
+void
+fence_call(struct lock *l, const char *fence, const char *ttl, struct call *call)
+{
+	const char *args[3] = { l->fence_key, fence, ttl };
+
+	call_init(call, &script_fence, 1, 3, args);
+}
+
+/*
+ * The fence l->fence, once a quorum holds it, goes to every other node that answered or is
+ * still to (behind its request there), its answer not waited for: a node that granted late,
+ * or lower, or found KEY held, would otherwise keep a lower counter, and with it a quorum
+ * that a node restarted empty joins later could count from below this fence.
+ */
+static void
+raise_the_rest(struct lock *l, struct nodes *ns, const struct round *rd)
+{
+	char fence[24], ttl[24];
+	struct call call;
+
+	snprintf(fence, sizeof(fence), "%lld", l->fence);
+	ttl_ms(l, ttl, sizeof(ttl));
+	fence_call(l, fence, ttl, &call);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (!(rd->granted[i] && rd->fence[i] == l->fence) &&
+		    (rd->granted[i] || rd->waiting[i] || nodes_outstanding(ns, i)))
+			call_send(ns, i, &call, clock_now() + l->io_timeout, -1, true);
+}
+
+const char *
+uptime_ago(long long up, char *buf, size_t size)
+{
+	if (up <= 0)
+		return "less than 1s";
+	return duration_format(up > INT64_MAX / NS_PER_S ? TIME_NEVER : up * NS_PER_S, buf, size);
+}
+
+/*
+ * Whether a grant from a server that has run for age seconds (-1: it did not say) is young: over
+ * several nodes, a server whose data is younger than a lease may have lost in a restart a key
+ * that another holder's lease still counts on, and does not count towards a new quorum until it
+ * is older (DESIGN §3b). This assumes that every run on KEY uses a lease no longer than ours, and
+ * that a server starts empty (a server restarted with its data waits all the same).
+ */
+static bool
+young(const struct lock *l, const struct nodes *ns, long long age)
+{
+	return nodes_count(ns) > 1 && age >= 0 && age <= l->ttl / NS_PER_S &&
+	       age * NS_PER_S < l->ttl;
+}
+
+/* Reads one node's answer to the acquire request into the round. */
+static void
+count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd,
+	     const struct answer *a, int64_t answered)
+{
+	size_t i = a->node;
+	long long age;
+	char ran[32], counts[32], run_id[41];
+
+	if (a->result != CONN_OK) {
+		/* A request may have landed unanswered on a server that answered before; one that
+		 * never did (a wrong address, a TLS port, something else listening) took nothing
+		 * that its answer would not have said. */
+		if (a->maybe_landed && nodes_reached(ns, i))
+			unsure_mark(q, i, nodes_sent(ns, i));
+		rd->reached += nodes_reached(ns, i); /* an outage, not a wrong address */
+		if (a->result == CONN_TIMEOUT && !nodes_reached(ns, i) &&
+		    strncmp(nodes_error(ns, i), "no reply from ", 14) == 0) {
+			char line[400], within[32];
+			snprintf(line, sizeof(line), "%s (--connect-timeout %s)",
+				 nodes_error(ns, i),
+				 duration_format(l->connect_timeout, within, sizeof(within)));
+			failures_add(&rd->why, line);
+		} else {
+			failures_add(&rd->why, nodes_error(ns, i));
+		}
+		if (a->result == CONN_REFUSED)
+			rd->refused++;
+		else
+			rd->failed++;
+		return;
+	}
+	/* An answer for our value settles every request before it: the script is
+	 * idempotent. */
+	unsure_clear(q, i);
+	rd->answered++;
+	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age, run_id)) {
+	case REPLY_ACQUIRED:
+		/* Two URLs of one quorum that reach the same server would count it twice. */
+		for (size_t j = 0; run_id[0] && j < nodes_count(ns); j++) {
+			if (j != i && strcmp(rd->run_id[j], run_id) == 0 && !rd->twice) {
+				rd->twice = true;
+				set_error(
+					l,
+					"%s and %s are the same Redis server (run id %.12s...): a "
+					"quorum needs independent ones",
+					nodes_address(ns, j), nodes_address(ns, i), run_id);
+			}
+		}
+		snprintf(rd->run_id[i], sizeof(rd->run_id[i]), "%s", run_id);
+		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
+			/* Not now: a replica down, or a failover under way. */
+			rd->unreplicated[i] = true;
+			failures_add(&rd->why, l->error);
+			rd->failed++;
+			break;
+		}
+		rd->granted[i] = true;
+		rd->fence[i] = l->fence;
+		/* From when the request went out, or (queued behind a BLPOP that the server
+		 * timed out) the earliest it can have run. */
+		rd->lease[i] = lock_lease_deadline(l, time_max(nodes_sent(ns, i), rd->start));
+		if (young(l, ns, age)) {
+			/* It holds our key, and counts for sure once it is a lease old (its
+			 * uptime is in whole seconds: one more to be sure). */
+			int64_t wait = l->ttl - age * NS_PER_S + NS_PER_S;
+			rd->young_at[i] = true;
+			rd->young++;
+			rd->counts_at[i] = time_add(answered, wait);
+			if (!rd->young_why[0])
+				snprintf(rd->young_why, sizeof(rd->young_why),
+					 "%s restarted %s ago, less than a lease ago: it counts "
+					 "towards a quorum in %s",
+					 nodes_address(ns, i), uptime_ago(age, ran, sizeof(ran)),
+					 duration_format(wait, counts, sizeof(counts)));
+			break;
+		}
+		rd->yes++;
+		break;
+	case REPLY_HELD:
+		rd->waiting[i] = true;
+		rd->held_until[rd->held++] =
+			l->holder_ttl >= 0 ? time_add(answered, l->holder_ttl) : TIME_NEVER;
+		break;
+	case REPLY_NOT_NOW:
+		failures_add(&rd->why, l->error);
+		rd->failed++;
+		break;
+	case REPLY_REFUSED:
+		failures_add(&rd->why, l->error);
+		rd->refused++;
+		break;
+	}
+}
+
+/*
+ * Whether the attempt is decided: yes once a quorum granted it. A young node's grant counts only
+ * when no other holder can still count on a key it lost. A holder keeps its key on the nodes
+ * that did not restart, which we find held by it, or cannot hear from: young grants count when
+ * those nodes are too few to make a quorum with the young ones; or when every node answered
+ * and none is held by another, so that only a majority restart could have hidden a holder
+ * (which no lease lock survives: see the man page; a new set of servers is young too). No once a
+ * quorum can no longer say yes, or every node has answered.
+ */
+static int
+earlier_first(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static enum verdict
+verdict(const struct nodes *ns, struct round *rd)
+{
+	size_t n = nodes_count(ns), q = nodes_quorum(ns), pending = 0, foreign;
+
+	for (size_t i = 0; i < n; i++)
+		pending += nodes_outstanding(ns, i);
+	foreign = rd->held + rd->refused + rd->failed + pending;
+	if (rd->yes < q && rd->young && rd->yes + rd->young >= q &&
+	    (foreign == 0 || foreign + rd->young < q)) {
+		for (size_t i = 0; i < n; i++)
+			rd->young_at[i] = false;
+		rd->yes += rd->young;
+		rd->young = 0;
+	}
+	if (rd->yes >= q)
+		return VERDICT_YES;
+	if (rd->held + rd->refused + rd->failed > n - q || !pending)
+		return VERDICT_NO;
+	return VERDICT_OPEN;
+}
+
+/* Until when the counted grants hold on a quorum: the quorum-th latest of their lease ends. */
+static int64_t
+round_valid(const struct nodes *ns, const struct round *rd)
+{
+	int64_t until[NODES_MAX];
+	size_t k = 0;
+
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (rd->granted[i] && !rd->young_at[i])
+			until[k++] = rd->lease[i];
+	return nodes_quorum_until(ns, until, k);
+}
+
+/*
+ * A quorum granted the lock. Its fence is the highest counter among the granting nodes; each
+ * granting node with a lower one is raised to it (never lowered), and it counts once a quorum
+ * holds it at least that high: any later quorum shares a node with this one, and counts past it.
+ * Meanwhile, and for a moment after (twice what the quorum took, LOCK_LAST_ANSWER at most), the
+ * other nodes' answers to the acquire are read as they come, so that we hold the lock on every
+ * node that gives it: a late grant is kept and raised like the others (a young node's too: it
+ * holds our key, though it did not count); a node found held is raised as the attempt ends
+ * (raise_the_rest). 0; -1 when too few acknowledged the fence (l->error says why); -2 when
+ * interrupted.
+ */
+static int
+settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd,
+       const struct call *acquire, int64_t deadline, int intr_fd)
+{
+	size_t n = nodes_count(ns), acked = 0, no = 0;
+	bool raising[NODES_MAX] = { false };
+	int64_t now = clock_now();
+	int64_t grace =
+		now + time_min(LOCK_LAST_ANSWER, time_max(NS_PER_MS, 2 * (now - rd->start)));
+	long long top = -1;
+	char fence[24], ttl[24];
+	struct call raise;
+	struct answer a;
+	enum conn_result res = CONN_OK;
+
+	for (size_t i = 0; i < n; i++)
+		if (rd->granted[i] && rd->fence[i] > top)
+			top = rd->fence[i];
+	snprintf(fence, sizeof(fence), "%lld", top);
+	ttl_ms(l, ttl, sizeof(ttl));
+	fence_call(l, fence, ttl, &raise);
+	for (size_t i = 0; i < n; i++) {
+		if (rd->granted[i] && rd->fence[i] < top) {
+			/* By its text: NOSCRIPT is then always the acquire's (next_answer). */
+			call_send(ns, i, &raise, deadline, intr_fd, true);
+			raising[i] = true;
+			rd->fence[i] = top; /* on its way: raise_the_rest leaves it */
+		} else if (rd->granted[i]) {
+			acked++;
+		} else if (!nodes_outstanding(ns, i)) {
+			no++;
+		}
+	}
+	for (;;) {
+		enum verdict v = nodes_verdict(ns, acked, no);
+		bool late = false;
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			late = late || (nodes_outstanding(ns, i) && !raising[i]);
+		if (v == VERDICT_NO || (v == VERDICT_YES && !late))
+			break;
+		res = next_answer(ns, acquire, v == VERDICT_OPEN ? TIME_NEVER : grace, deadline,
+				  intr_fd, &a);
+		if (res != CONN_OK)
+			break;
+		i = a.node;
+		if (raising[i]) {
+			char why[400];
+			raising[i] = false;
+			if (a.result == CONN_OK && reply_type(a.reply) == REPLY_INTEGER &&
+			    replicated(l, ns, &a, "the fence", why, sizeof(why))) {
+				acked++;
+			} else {
+				no++;
+				failures_add(&rd->why,
+					     a.result != CONN_OK ? nodes_error(ns, i)
+					     : reply_type(a.reply) == REPLY_INTEGER
+						     ? why
+						     : "unexpected reply to the fence script");
+			}
+		} else {
+			count_answer(l, ns, q, rd, &a, clock_now());
+			if (!rd->granted[i]) {
+				no++;
+			} else if (rd->fence[i] < top) {
+				call_send(ns, i, &raise, deadline, intr_fd, true);
+				raising[i] = true;
+				rd->fence[i] = top;
+			} else {
+				acked++;
+			}
+		}
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	l->fence = top;
+	if (nodes_verdict(ns, acked, no) == VERDICT_YES)
+		return 0;
+	if (res == CONN_INTERRUPTED)
+		return -2;
+	set_error(l, "too few nodes acknowledged fence %lld: %s", top, rd->why.text);
+	return -1;
+}
+
+/*
+ * One attempt: the acquire request to every node at once, decided as soon as a quorum granted it
+ * or can no longer grant it. Taken, it holds on the quorum until the quorum-th latest of the
+ * granting nodes' lease ends, and counts only while two thirds of that are ahead
+ * (lock_grant_in_time). Not taken, whatever was taken is given back.
+ */
+static enum attempt_outcome
+attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
+{
+	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
+	char took[32], lease[32];
+	struct call call;
+	struct answer a;
+	int64_t deadline, valid;
+	int fenced;
+	bool waiting;
+
+	memset(rd, 0, sizeof(*rd));
+	rd->start = q->pipelined ? q->pipelined_at : clock_now();
+	rd->pipelined = q->pipelined;
+	/* WAIT may take its whole timeout on top. */
+	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
+	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
+	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt in line.c.) */
+	waiting = q->pipelined || (q->wait != 0 && rd->start < q->wait_deadline);
+	acquire_call(l, waiting, q->in_line, nodes_count(ns) > 1, &call);
+	q->in_line = q->in_line || waiting;
+	rd->in_line = waiting;
+	if (q->pipelined)
+		nodes_due(ns, 0, deadline); /* it went out already; its answer is due from now */
+	else
+		for (size_t i = 0; i < n; i++)
+			call_send(ns, i, &call, due_from(l, ns, i, deadline), intr_fd, false);
+	q->pipelined = false;
+	while (!rd->twice && verdict(ns, rd) == VERDICT_OPEN) {
+		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
+		if (res == CONN_INTERRUPTED) {
+			settle_interrupted(l, ns, rd);
+			return ATTEMPT_INTERRUPTED;
+		}
+		if (res != CONN_OK)
+			break; /* not while undecided: every node answers, or fails by its deadline
+				*/
+		count_answer(l, ns, q, rd, &a, clock_now());
+		if (a.result == CONN_OK)
+			reply_free(a.reply);
+	}
+	if (rd->twice) {
+		give_back(l, ns, rd);
+		return ATTEMPT_REFUSED;
+	}
+	if (verdict(ns, rd) == VERDICT_YES) {
+		valid = round_valid(ns, rd);
+		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
+		if (fenced == -2) {
+			settle_interrupted(l, ns, rd);
+			return ATTEMPT_INTERRUPTED;
+		}
+		if (rd->twice) { /* found out from a late answer */
+			give_back(l, ns, rd);
+			return ATTEMPT_REFUSED;
+		}
+		if (fenced == 0 && !lock_grant_in_time(l, valid, clock_now()) && rd->pipelined) {
+			/* Ours since the BLPOP returned, most likely a moment ago; but all we know
+			 * is when the request was queued. Asked again, it renews from now. */
+			nodes_forget(ns);
+			return ATTEMPT_RENEW;
+		}
+		if (fenced == 0 && lock_grant_in_time(l, valid, clock_now())) {
+			/* Where KEY was still held (its holder's release not there yet), this
+			 * attempt put us in line: we leave it, or that release would wake nobody
+			 * and leave its wake-up and our place behind. */
+			if (rd->in_line)
+				line_send_leaves(l, ns, rd);
+			raise_the_rest(l, ns, rd);
+			nodes_let_go(ns);
+			for (size_t i = 0; i < n; i++)
+				if (rd->granted[i])
+					nodes_hold(ns, i, rd->lease[i]);
+			l->valid_until = valid;
+			l->acquired_at = rd->start;
+			return ATTEMPT_ACQUIRED;
+		}
+		give_back(l, ns, rd);
+		if (fenced < 0)
+			return ATTEMPT_NO_QUORUM;
+		set_error(l,
+			  "the grant of %s came %s after the request, too late for a lease of %s",
+			  l->key, duration_format(clock_now() - rd->start, took, sizeof(took)),
+			  duration_format(l->ttl, lease, sizeof(lease)));
+		l->holder[0] = '\0';
+		msg_info("%s; gave it back", l->error);
+		return ATTEMPT_LATE;
+	}
+	give_back(l, ns, rd);
+	if (rd->refused > none) {
+		set_quorum_error(l, ns, &rd->why);
+		return ATTEMPT_REFUSED;
+	}
+	if (rd->young && rd->yes + rd->young >= nodes_quorum(ns)) {
+		/* Young nodes alone stood in the way: they are waited for as a holder's lease
+		 * is (with -n too, the lock may well be held). */
+		int64_t ready[NODES_MAX];
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (rd->young_at[i])
+				ready[k++] = rd->held_until[rd->held++] = rd->counts_at[i];
+		/* A quorum is ready once the (quorum - yes)-th young node counts, whatever the
+		 * others do: waited for at least that long. */
+		qsort(ready, k, sizeof(ready[0]), earlier_first);
+		rd->young_ready =
+			ready[time_min((int64_t)(nodes_quorum(ns) - rd->yes), (int64_t)k) - 1];
+		set_error(l, "%s", rd->young_why);
+		if (rd->young == rd->held)
+			l->holder[0] = '\0'; /* nobody else was seen */
+		return ATTEMPT_HELD;
+	}
+	if (rd->held + rd->refused > none)
+		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+	set_quorum_error(l, ns, &rd->why);
+	return ATTEMPT_NO_QUORUM;
+}
+
+/*
+ * How long to keep trying servers that do not answer. While waiting with -w: until the wait
+ * ends. While waiting without end, once a quorum has answered: LOCK_OUTAGE after its last
+ * answer, long enough for a restart or a failover. Otherwise (-n, or servers that never
+ * answered: more likely a wrong URL than an outage) not at all, unless a request may have
+ * landed: then it is asked about again until any lock it took has expired by itself, and with
+ * -n no longer than one request may take.
+ */
+static int64_t
+give_up_point(const struct lock *l, const struct acquisition *q)
+{
+	int64_t t;
+
+	if (q->wait > 0)
+		return q->wait_deadline;
+	if (q->wait == WAIT_FOREVER && q->answered_at >= 0)
+		return time_add(q->answered_at, LOCK_OUTAGE);
+	if (q->unsure_since < 0)
+		return 0;
+	t = time_add(q->unsure_since, l->ttl);
+	return q->wait == 0 ? time_min(t, q->unsure_since + l->io_timeout) : t;
+}
+
+/*
+ * Too few nodes answered (l->error says how), or said "not now": pauses, 10ms at first and
+ * twice as long each time up to a tenth of the TTL (so that a request that may have landed is
+ * asked about several times within its lease) and at most a second. LOCK_ACQUIRED means "try
+ * again"; otherwise, how to end: when a wait ran out, 75 if the lock was seen held, else 69.
+ */
+static enum lock_result
+retry_later(struct lock *l, struct acquisition *q, int intr_fd)
+{
+	int64_t now = clock_now(), give_up = give_up_point(l, q);
+	char why[sizeof(l->error)];
+
+	if (now >= give_up) {
+		if (q->unsure_since >= 0) {
+			snprintf(why, sizeof(why), "%s", l->error);
+			set_unsure_error(l, why);
+		}
+		if (q->wait > 0 && q->seen_held) {
+			if (q->unsure_since >= 0)
+				msg_warn("%s", l->error);
+			return LOCK_BUSY;
+		}
+		return LOCK_UNAVAILABLE;
+	}
+	if (!q->pause)
+		msg_info("%s; trying again%s", l->error,
+			 q->wait > 0                          ? " until the wait ends"
+			 : q->wait == 0 || q->answered_at < 0 ? ""
+							      : " for up to a minute");
+	q->pause = q->pause ? time_min(2 * q->pause,
+				       time_min(time_max(l->ttl / 10, 10 * NS_PER_MS), NS_PER_S))
+			    : 10 * NS_PER_MS;
+	if (clock_sleep_until(time_min(now + q->pause, give_up), intr_fd) < 0) {
+		if (q->unsure_since >= 0) {
+			set_unsure_error(l, "interrupted");
+			msg_warn("%s", l->error);
+		}
+		return LOCK_INTERRUPTED;
+	}
+	return LOCK_ACQUIRED;
+}
+
+/*
+ * Contenders split the nodes between them: each gave back what it took, and tries again after
+ * a random pause, so that they do not collide again. LOCK_ACQUIRED means "try again".
+ */
+static enum lock_result
+pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
+{
+	int64_t span = time_max(5 * NS_PER_MS, time_min(l->ttl / 30, 50 * NS_PER_MS));
+	uint32_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint32_t)clock_now();
+	if (clock_sleep_until(
+		    time_min(clock_now() + (int64_t)(r % (uint64_t)span), q->wait_deadline),
+		    intr_fd) < 0)
+		return LOCK_INTERRUPTED;
+	return LOCK_ACQUIRED;
+}
+
+enum lock_result
+lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
+{
+	struct acquisition q = {
+		.wait = wait,
+		.wait_deadline = wait == WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
+		.unsure_since = -1,
+		.answered_at = -1,
+	};
+	enum lock_result out = LOCK_ACQUIRED;
+
+	for (size_t i = 0; i < NODES_MAX; i++)
+		q.unsure_at[i] = -1;
+	l->ordered = nodes_count(ns) == 1;
+	/* With -w, Redis may take a little longer than the wait to answer the last attempt,
+	 * made as the wait runs out; no more. */
+	q.io_cap = wait > 0 ? time_add(q.wait_deadline, LOCK_LAST_ANSWER) : TIME_NEVER;
+	while (out == LOCK_ACQUIRED) {
+		struct round rd;
+		enum attempt_outcome a = attempt(l, ns, &q, &rd, intr_fd);
+
+		if (a == ATTEMPT_INTERRUPTED) {
+			if (q.unsure_since >= 0) {
+				set_unsure_error(l, "interrupted");
+				msg_warn("%s", l->error);
+			}
+			out = LOCK_INTERRUPTED;
+			break;
+		}
+		if (a == ATTEMPT_REFUSED) { /* AUTH, SELECT or the script: no point asking again */
+			if (q.unsure_since >= 0) { /* an earlier request stays unsettled */
+				char why[sizeof(l->error)];
+				snprintf(why, sizeof(why), "%s", l->error);
+				set_unsure_error(l, why);
+			}
+			out = l->superseded ? LOCK_SUPERSEDED : LOCK_UNAVAILABLE;
+			break;
+		}
+		if (a == ATTEMPT_NO_QUORUM) {
+			q.seen_held = q.seen_held || rd.held > 0;
+			/* Servers that answer, but not yet (a restart loading its data, replicas
+			 * that did not acknowledge: a failover under way), are ridden out as a
+			 * silence is, never taken for a wrong address; so are servers that
+			 * answered earlier in this run, or do not answer while the lock is seen
+			 * held on others, from the first time on (LOCK_OUTAGE counts from then). */
+			if (nodes_verdict(ns, rd.answered, 0) == VERDICT_YES ||
+			    (q.answered_at < 0 &&
+			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES ||
+			      rd.held)))
+				q.answered_at = clock_now();
+			out = retry_later(l, &q, intr_fd);
+			continue;
+		}
+		if (q.pause)
+			msg_info("%s answer%s again",
+				 nodes_count(ns) == 1 ? nodes_address(ns, 0) : "enough nodes",
+				 nodes_count(ns) == 1 ? "s" : "");
+		q.answered_at = clock_now();
+		q.pause = 0;
+		if (a == ATTEMPT_ACQUIRED)
+			break;
+		if (a == ATTEMPT_RENEW)
+			continue; /* whatever the wait: the lock is ours */
+		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
+		if (wait == 0 || clock_now() >= q.wait_deadline) {
+			/* An attempt sent before the wait ran out may have put us in line. */
+			if (rd.in_line)
+				line_leave(l, ns, &rd);
+			out = LOCK_BUSY;
+		} else if (a == ATTEMPT_HELD)
+			out = line_wait(l, ns, &q, &rd, intr_fd);
+		else if (a == ATTEMPT_SPLIT)
+			out = pause_randomly(l, &q, intr_fd);
+		/* A grant that came too late: straight on to the next attempt. */
+	}
+	msg_progress_end();
+	return out;
+}
