@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,19 +136,22 @@ check_stood_down(const struct signals *s)
 	waitpid(ch.pid, &status, 0);
 	guard = ch.guard;
 	child_finish(&ch, 0); /* with the sleep still in the group: only a test does that */
-	/* Woken by the byte, it reads it and waits again: asleep, not a zombie. */
-	for (int tries = 0; tries < 500; tries++) {
-		if ((state = state_of(guard)) == 'S' || state == 'Z' || state == '?')
+	/* Once it has read the byte, it waits again: asleep, not a zombie. */
+	for (int tries = 0, unread = 1; tries < 500; tries++) {
+		if (unread > 0 && ioctl(ch.guard_fd, FIONREAD, &unread) < 0)
+			break;
+		if (unread == 0 && strchr("SZ?", state = state_of(guard)))
 			break;
 		usleep(10000);
 	}
 	CHECK_INT(state, 'S');
 	child_free(&ch);
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* gone, and reaped */
-	CHECK_INT(kill(left, 0), 0);                  /* having killed nothing */
-	kill(left, SIGKILL);
-	for (int tries = 0; tries < 500 && waitpid(left, NULL, WNOHANG) == 0; tries++)
-		usleep(10000); /* the sleep came to us, the subreaper */
+	/* Having killed nothing: the sleep (ours to reap since its shell went) dies of the
+	 * SIGTERM we send it now. A SIGKILL sent before would have decided its end already. */
+	CHECK_INT(kill(left, SIGTERM), 0);
+	CHECK_INT(waitpid(left, &status, 0), left);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 }
 
 int
