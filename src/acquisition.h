@@ -97,7 +97,7 @@ void call_init(struct call *call, struct script *s, int nkeys, int nargs, const 
  * allowance in ms (0: not waiting), the semaphore's N (1 for a lock), 1 when an earlier attempt
  * may have put us in line (the grant then takes us out of it), else 0, 1 when a grant must say
  * how old the server's data is (a new acquisition over several nodes, where a young one does
- * not count: see young in lock.c), 1 when the line keeps arrival order (l->ordered), and our
+ * not count: see young in acquire.c), 1 when the line keeps arrival order (l->ordered), and our
  * value. */
 void acquire_call(struct lock *l, bool waiting, bool in_line, bool age, struct call *call);
 

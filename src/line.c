@@ -65,7 +65,7 @@ line_leave(struct lock *l, struct nodes *ns, const struct round *rd)
 }
 
 /* Sends the next attempt's request now, to run behind the BLPOP just sent (see line_wait);
- * attempt() in lock.c then only reads its answer. It stays in line if KEY is still held, as it
+ * attempt() in acquire.c then only reads its answer. It stays in line if KEY is still held, as it
  * runs before the wait ends (or as it does): lock_acquire leaves the line when the wait is
  * over. */
 static void

@@ -2,8 +2,8 @@
  * The waiting line (DESIGN §3, §5): what a run does between lock_acquire's attempts while
  * others hold the lock. The acquire script puts it in line where it finds KEY held; here it
  * blocks on the wake lists a release pushes to (on one plain server with its next attempt
- * queued behind, see line_wait), and leaves the line where it stops waiting. Private to lock.c,
- * which makes the attempts; what the two share is in acquisition.h.
+ * queued behind, see line_wait), and leaves the line where it stops waiting. Private to
+ * acquire.c, which makes the attempts; what the lock's rooms share is in acquisition.h.
  */
 #ifndef REDLOCK_LINE_H
 #define REDLOCK_LINE_H

@@ -656,7 +656,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 					 nodes_address(ns, i), l->key);
 				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
 				if (l->fence < ours) {
-					/* Our fence goes there too (see raise_the_rest). */
+					/* Our fence goes there too (see raise_the_rest in acquire.c). */
 					call_send(ns, i, &raise, deadline, intr_fd, true);
 					raising[i] = true;
 				}

@@ -118,12 +118,12 @@ enum lock_result {
  * the quorum-th latest of the granting nodes' lease ends (l->valid_until), which must still
  * have two thirds of a TTL ahead (lock_grant_in_time), and l->fence is above every earlier
  * acquisition's on a quorum. A young node's grant counts only when no other holder can count on
- * it (see verdict in lock.c). Not taken, whatever was taken is given back; contenders that split
+ * it (see verdict in acquire.c). Not taken, whatever was taken is given back; contenders that split
  * the nodes try again after a random pause.
  *
  * A request whose reply is lost is sent again with the same token, which settles it, never
  * abandons it. While waiting, servers that stop answering are tried again until the wait ends
- * (see give_up_point in lock.c).
+ * (see give_up_point in acquire.c).
  */
 enum lock_result lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd);
 

@@ -2,10 +2,10 @@
  * The nodes a lock lives on, and which connection a request goes to: one Redis server, or a
  * Redlock quorum of N independent ones that must agree, ⌊N/2⌋+1 of them. A node is one logical
  * Redis: a server, or the master that Sentinels name, found again on every reconnect and
- * followed through a failover. A request goes to
- * every node at once, and the answers come back one by one from one poll loop, as they
- * arrive. The quorum's arithmetic is kept here too, so that the protocol (lock.c) states its
- * rules once, whatever the number of nodes: one server is a quorum of one.
+ * followed through a failover. A request goes to every node at once, and the answers come
+ * back one by one from one poll loop, as they arrive. The quorum's arithmetic is kept here
+ * too, so that the protocol (lock.c, acquire.c) states its rules once, whatever the number
+ * of nodes: one server is a quorum of one.
  *
  * Like a connection, a set of nodes belongs to one thread.
  */

@@ -1,7 +1,7 @@
 /*
  * The Lua side of the lock protocol (DESIGN §3): the scripts that run inside Redis, each with
- * its KEYS/ARGV contract and its replies. lock.c and line.c (the waiting line) decide when each
- * is sent and read what it answers; nothing here talks to a server.
+ * its KEYS/ARGV contract and its replies. The lock's rooms (lock.c, acquire.c, line.c and
+ * inspect.c) decide when each is sent and read what it answers; nothing here talks to a server.
  */
 #ifndef REDLOCK_SCRIPTS_H
 #define REDLOCK_SCRIPTS_H

@@ -96,7 +96,7 @@ moved_on() {
 	redis_start_tcp p2
 	redis_stop p2 # so that the quorum needs the cluster
 	# With p2 down, the others must have run for longer than the lease to count (see
-	# "young" in lock.c).
+	# "young" in acquire.c).
 	wait_until 5 up_for 2 p1 "$m"
 	run -0 "$RR" -t 2s -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
 		-r "redis://127.0.0.1:$(redis_port p1)" -r "redis://127.0.0.1:$(redis_port p2)" "$key" -- \

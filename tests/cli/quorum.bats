@@ -29,7 +29,7 @@ setup() {
 
 # nodes_old SECONDS I...: nodes qI have run that long at least. Younger, a node that restarted
 # may have lost a key a holder counts on: its grant counts only if no node is held by another,
-# down or frozen (see "young" in lock.c), and a new lease as long needs it older.
+# down or frozen (see "young" in acquire.c), and a new lease as long needs it older.
 nodes_old() {
 	local seconds=$1 i names=()
 	shift

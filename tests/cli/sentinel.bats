@@ -77,7 +77,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	redis_start_tcp q2
 	redis_stop q2
 	# With q2 down, the others must have run for longer than the lease to count (see
-	# "young" in lock.c).
+	# "young" in acquire.c).
 	m1_up_for_2s() {
 		redis-cli -p "$(redis_port m1)" -a s3cret --no-auth-warning info server |
 			grep -Eq '^uptime_in_seconds:([2-9]|[1-9][0-9]+)'
