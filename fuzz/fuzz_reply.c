@@ -1,6 +1,7 @@
-/* What a server may answer (src/lock.c): any bytes that make one RESP reply, read as the
- * answer to the acquire, renew and status scripts. lock.c is compiled into the target so
- * that its readers, which are static, can be called without a server. */
+/* What a server may answer (src/lock.c, src/inspect.c): any bytes that make one RESP reply,
+ * read as the answer to the acquire, renew and status scripts. Both files are compiled into
+ * the target so that their readers, which are static, can be called without a server. */
+#include "../src/inspect.c"
 #include "../src/lock.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
