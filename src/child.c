@@ -199,7 +199,8 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	if (exec_errno) {
 		char buf[128];
 		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY. */
-		msg_error("cannot run %s: %s%s", argv[0], msg_strerror(exec_errno, buf, sizeof(buf)),
+		msg_error("cannot run %s: %s%s", argv[0],
+			  msg_strerror(exec_errno, buf, sizeof(buf)),
 			  argv[0][0] == '-' ? " (options go before KEY)" : "");
 	}
 	return 0;

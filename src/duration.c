@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "util.h"
 
+/* clang-format off */
 /* The units, as systemd spells them (people paste durations from unit files); a bare number
  * alone counts seconds. Longer spellings first: "ms" is not "m" and an "s". */
 static const struct {
@@ -37,6 +38,7 @@ static const struct {
 	{ "week", 604800 * NS_PER_S },
 	{ "w", 604800 * NS_PER_S },
 };
+/* clang-format on */
 
 static int
 is_digit(char c)

@@ -245,8 +245,9 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			 * that Redis 6 may truncate from the timeout): a lease it grants counts
 			 * from then, and needs no second request to be ours. */
 			if (q->pipelined && reply_type(a.reply) == REPLY_NIL)
-				q->pipelined_at = time_add(
-					q->pipelined_at, time_max(block - block / 100 - NS_PER_MS, 0));
+				q->pipelined_at =
+					time_add(q->pipelined_at,
+						 time_max(block - block / 100 - NS_PER_MS, 0));
 			reply_free(a.reply);
 			woken = true;
 			break; /* woken (or, pipelined, timed out by the server) */

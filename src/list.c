@@ -78,20 +78,20 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
  * 0, or -1 with error set.
  */
 static int
-scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n,
-     char *error, size_t size)
+scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n, char *error,
+     size_t size)
 {
 	static const char *const types[] = { "string", "zset" };
 
 	for (size_t t = 0; t < 2; t++) {
 		char cursor[32] = "0";
 		do {
-			const char *argv[] = { "SCAN", cursor, "MATCH", pattern, "COUNT", "1000",
-					       "TYPE", types[t] };
+			const char *argv[] = { "SCAN",  cursor, "MATCH", pattern,
+					       "COUNT", "1000", "TYPE",  types[t] };
 			bool refused;
 			/* Each page in its own time: a large keyspace takes many. */
-			struct reply *r = ask(ns, i, 8, argv, clock_now() + timeout, error, size,
-					      &refused);
+			struct reply *r =
+				ask(ns, i, 8, argv, clock_now() + timeout, error, size, &refused);
 			const struct reply *keys;
 			if (!r)
 				return -1;
@@ -103,7 +103,8 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 				reply_free(r);
 				return -1;
 			}
-			snprintf(cursor, sizeof(cursor), "%s", reply_string(reply_element(r, 0), NULL));
+			snprintf(cursor, sizeof(cursor), "%s",
+				 reply_string(reply_element(r, 0), NULL));
 			for (size_t k = 0; k < reply_count(keys); k++) {
 				size_t len;
 				const char *key = reply_string(reply_element(keys, k), &len);
@@ -140,7 +141,8 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 		bool known = false;
 		if (reply_type(range) != REPLY_ARRAY || reply_count(range) < 3 ||
 		    reply_type(owner = reply_element(range, 2)) != REPLY_ARRAY ||
-		    reply_count(owner) < 2 || !(host = reply_string(reply_element(owner, 0), NULL)) ||
+		    reply_count(owner) < 2 ||
+		    !(host = reply_string(reply_element(owner, 0), NULL)) ||
 		    reply_type(reply_element(owner, 1)) != REPLY_INTEGER)
 			continue;
 		port = (unsigned)reply_integer(reply_element(owner, 1));
@@ -201,7 +203,8 @@ a_lock(const struct lock_state *st)
 
 	if (st->limit || st->shared)
 		return st->holders > 0;
-	return st->held && st->ttl >= 0 && lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
+	return st->held && st->ttl >= 0 &&
+	       lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
 }
 
 int
@@ -235,8 +238,8 @@ query_list(const struct opts *o)
 			if (!(master = nodes_new(&m[k], 1)))
 				msg_fatal(STATUS_OSERR, "cannot set up the list");
 			if (scan(master, 0, o->key, timeout, &n, error, sizeof(error)) < 0) {
-				msg_error("cannot list the locks on %s: %s", nodes_address(master, 0),
-					  error);
+				msg_error("cannot list the locks on %s: %s",
+					  nodes_address(master, 0), error);
 				status = STATUS_UNAVAILABLE;
 			}
 			nodes_free(master);

@@ -405,7 +405,6 @@ queue_refusal(struct lock *l, const char *e)
 	return true;
 }
 
-
 /* An error reply that says "not now" rather than "no": a restarted server still loading its
  * data, one busy with a long script, a replica that lost its master. */
 static bool
@@ -506,7 +505,6 @@ lock_broken_by(const char *value, char *buf, size_t size)
 	return true;
 }
 
-
 /*
  * Whether KEY, found gone (`got` and `up` from released()) on the server at address, was lost
  * with the server's data while it was ours. The request went out at `sent`, and its answer came
@@ -525,8 +523,8 @@ lost_with_data(struct lock *l, const char *address, long long got, long long up,
 	if (got > 0)
 		return false;
 	if (up >= 0 && sent - span - NS_PER_S > l->acquired_at && clock_now() - span < before) {
-		set_error(l, "%s lost its data: it restarted %s ago, while the command ran", address,
-			  uptime_ago(up, ago, sizeof(ago)));
+		set_error(l, "%s lost its data: it restarted %s ago, while the command ran",
+			  address, uptime_ago(up, ago, sizeof(ago)));
 		return true;
 	}
 	if (got == -1 && !asked_again)
@@ -545,15 +543,14 @@ read_renewal(struct lock *l, const char *address, const struct reply *r, int64_t
 	long long got, up;
 
 	l->holder[0] = '\0';
-	if (reply_type(r) == REPLY_ERROR &&
-	    strncmp(reply_string(r, NULL), "CANCELLED ", 10) == 0) {
+	if (reply_type(r) == REPLY_ERROR && strncmp(reply_string(r, NULL), "CANCELLED ", 10) == 0) {
 		/* Renewed, by a run that a newer one cancelled (see script_renew). */
 		snprintf(l->cancelled_by, sizeof(l->cancelled_by), "%s",
 			 reply_string(r, NULL) + 10);
 		return LOCK_RENEWED;
 	}
 	if ((got = released(l, r, &up)) > -2)
-		return got == 1                       ? LOCK_RENEWED
+		return got == 1                                ? LOCK_RENEWED
 		       : strncmp(l->holder, "broken:", 7) == 0 ? LOCK_TAKEN /* by the breaker */
 		       : lost_with_data(l, address, got, up, sent, TIME_NEVER, false)
 			       ? LOCK_GONE_WITH_DATA
@@ -656,7 +653,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 					 nodes_address(ns, i), l->key);
 				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
 				if (l->fence < ours) {
-					/* Our fence goes there too (see raise_the_rest in acquire.c). */
+					/* Our fence goes there too (see raise_the_rest in
+					 * acquire.c). */
 					call_send(ns, i, &raise, deadline, intr_fd, true);
 					raising[i] = true;
 				}
@@ -676,8 +674,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 				read_renewal(l, nodes_address(ns, i), a.reply, nodes_sent(ns, i));
 			switch (r) {
 			case LOCK_RENEWED:
-				/* Not acknowledged by the replicas, the lease is not extended there:
-				 * a replica promoted now would not know of it. */
+				/* Not acknowledged by the replicas, the lease is not extended
+				 * there: a replica promoted now would not know of it. */
 				if (!replicated(l, ns, &a, "the renewal", l->error,
 						sizeof(l->error))) {
 					failures_add(&why, l->error);
@@ -702,7 +700,8 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 					snprintf(lost, sizeof(lost), "%s", l->error);
 				nodes_drop(ns, i);
 				/* A minority that lost it is given it again while the lease, as it
-				 * stood, holds (a young server counts for nobody else meanwhile). */
+				 * stood, holds (a young server counts for nobody else meanwhile).
+				 */
 				if (++gone <= none && valid > clock_now()) {
 					msg_info("%s no longer has %s; taking it there again",
 						 nodes_address(ns, i), l->key);
@@ -801,8 +800,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 			/* Not ours: lost with the server's data while the command ran, or, after a
 			 * request that may have landed, most likely deleted by that request. */
 			if (nodes_holds(ns, i) &&
-			    lost_with_data(l, nodes_address(ns, i), got, up, nodes_sent(ns, i), start,
-					   retried[i])) {
+			    lost_with_data(l, nodes_address(ns, i), got, up, nodes_sent(ns, i),
+					   start, retried[i])) {
 				lost++;
 				snprintf(lost_why, sizeof(lost_why), "%s", l->error);
 			} else {

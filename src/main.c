@@ -259,9 +259,7 @@ main(int argc, char *argv[])
 			msg_info("--insecure: the server's certificate is not verified");
 	}
 	if (o.status || o.brk || o.list) {
-		int status = o.list  ? query_list(&o)
-			     : o.brk ? query_break(&o)
-				     : query_status(&o);
+		int status = o.list ? query_list(&o) : o.brk ? query_break(&o) : query_status(&o);
 		opts_free(&o);
 		return status;
 	}

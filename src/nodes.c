@@ -562,7 +562,6 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	return TAKEN;
 }
 
-
 /*
  * A cluster's answer that the request belongs elsewhere, or later: -MOVED (the slot's owner is
  * there, from now on: the requests outstanding go there), -ASK (see ask_once), -TRYAGAIN and
@@ -577,8 +576,8 @@ redirected(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 	bool moved = is_error(e, "MOVED"), asked = is_error(e, "ASK");
 	/* A blocked request whose node turned replica (a cluster's failover) is asked there
 	 * again: it answers -MOVED. */
-	bool later = is_error(e, "TRYAGAIN") || is_error(e, "CLUSTERDOWN") ||
-		     is_error(e, "UNBLOCKED");
+	bool later =
+		is_error(e, "TRYAGAIN") || is_error(e, "CLUSTERDOWN") || is_error(e, "UNBLOCKED");
 
 	if (n->sentinel || (!moved && !asked && !later))
 		return TAKEN;

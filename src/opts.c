@@ -765,7 +765,8 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		/* The name in Redis, which every message and every helper key uses. */
 		int n = snprintf(o->prefixed_key, sizeof(o->prefixed_key), "%s%s", prefix, o->key);
 		if (n < 0 || (size_t)n >= sizeof(o->prefixed_key))
-			return usage_error(err, size, "KEY with its prefix is longer than %zu bytes",
+			return usage_error(err, size,
+					   "KEY with its prefix is longer than %zu bytes",
 					   sizeof(o->prefixed_key) - 1);
 		o->key = o->prefixed_key;
 	}
@@ -785,8 +786,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	if ((o->status || o->brk) && (shell_string || optind + 1 < argc))
 		return usage_error(err, size, "--%s takes a KEY and no COMMAND",
 				   o->brk ? "break" : "status");
-	if (!o->status && !o->brk && !o->list && parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err,
-					size) != OPTS_RUN)
+	if (!o->status && !o->brk && !o->list &&
+	    parse_command(o, argv + optind + 1, argc - optind - 1, shell_string, err, size) !=
+		    OPTS_RUN)
 		return OPTS_USAGE_ERROR;
 
 	if (!nurls) {

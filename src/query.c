@@ -177,7 +177,7 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 	else
 		fputs("null", out);
 	process = st->held && !st->limit && !st->shared && !st->kept ? holder_process(st->value)
-								      : NULL;
+								     : NULL;
 	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
 	if (process)
 		fprintf(out, "\"%s\"", process);
@@ -303,7 +303,8 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 		fprintf(out,
 			"%s%s is kept taken by --min-hold for another %s: the command of %s%s "
 			"has finished (%s)",
-			prefix, key, duration_format(st->ttl, left, sizeof(left)), who, since, fence);
+			prefix, key, duration_format(st->ttl, left, sizeof(left)), who, since,
+			fence);
 	else
 		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
 			duration_format(st->ttl, left, sizeof(left)), fence);
@@ -579,7 +580,8 @@ text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_
 			 duration_format((int64_t)((b->fence - b->before) / 1000) * NS_PER_MS, held,
 					 sizeof(held)));
 	if (b->holders > 1)
-		fprintf(out, "%sbroke %s, held by %s and %zu more (%s%s of the leases left): ", prefix,
+		fprintf(out,
+			"%sbroke %s, held by %s and %zu more (%s%s of the leases left): ", prefix,
 			key, who, b->holders - 1, since,
 			duration_format(b->left, left, sizeof(left)));
 	else

@@ -29,8 +29,8 @@ int query_list(const struct opts *o);
 /* What the server's INFO says about evicting keys: a lock key has a TTL, so any policy but
  * noeviction may delete it under memory pressure. */
 struct eviction {
-	char policy[32]; /* maxmemory-policy; empty when INFO was refused */
-	long long limit; /* maxmemory in bytes; 0: none, so nothing is evicted */
+	char policy[32];      /* maxmemory-policy; empty when INFO was refused */
+	long long limit;      /* maxmemory in bytes; 0: none, so nothing is evicted */
 	char replica_of[300]; /* the server said it is a replica (ROLE): of which master, or
 			       * "" */
 };

@@ -14,6 +14,9 @@
 #define STR(x) STRINGIFY(x)
 #define HANDOFF_MS STR(LOCK_HANDOFF_MS)
 
+/* The scripts are Lua, laid out as Lua is read, not as clang-format would. */
+/* clang-format off */
+
 /* Server time in ms, as `now`. */
 #define NOW                                                                                        \
 	"local t = redis.call('TIME')\n"                                                           \
@@ -816,6 +819,8 @@ struct script script_fence = {
 		"end\n"
 		"return 1\n",
 };
+
+/* clang-format on */
 
 static struct script *const scripts[] = {
 	&script_acquire,   &script_renew,       &script_release, &script_sem_acquire,

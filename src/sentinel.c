@@ -45,7 +45,8 @@ alloc_sentinel(const struct redis_url *url)
 			.port = url->hosts[i].port,
 			.user = url->sentinel_user,
 			.password = url->sentinel_password,
-			.password_from = url->sentinel_password ? "$REDLOCK_SENTINEL_PASSWORD" : NULL,
+			.password_from =
+				url->sentinel_password ? "$REDLOCK_SENTINEL_PASSWORD" : NULL,
 		};
 		if (!(s->conns[i] = conn_new(&s->at[i]))) {
 			sentinel_free(s);

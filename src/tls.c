@@ -332,8 +332,9 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 		/* OpenSSL checks the key against the certificate as it loads it. */
 		if (p_SSL_CTX_use_PrivateKey_file(tls.ctx, cfg->key, SSL_FILETYPE_PEM) != 1 &&
 		    ERR_GET_REASON(p_ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
-			snprintf(err, size, "cannot use the private key in %s (an encrypted key is "
-					    "not supported): %s",
+			snprintf(err, size,
+				 "cannot use the private key in %s (an encrypted key is "
+				 "not supported): %s",
 				 cfg->key, openssl_error(why, sizeof(why)));
 			return -1;
 		}
@@ -390,13 +391,14 @@ tls_new(int fd, const char *host, unsigned port, char *err, size_t size)
 	}
 	snprintf(t->host, sizeof(t->host), "%s", tls.sni[0] ? tls.sni : host);
 	snprintf(t->server, sizeof(t->server), "%s:%u", host, port);
-	t->by_address = inet_pton(AF_INET, t->host, addr) == 1 ||
-			inet_pton(AF_INET6, t->host, addr) == 1;
+	t->by_address =
+		inet_pton(AF_INET, t->host, addr) == 1 || inet_pton(AF_INET6, t->host, addr) == 1;
 	p_SSL_set_ex_data(t->ssl, 0, t);
 	p_SSL_set_fd(t->ssl, fd);
 	/* SNI names the server we want; an address literal is not sent (RFC 6066). */
 	if (!t->by_address)
-		p_SSL_ctrl(t->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, t->host);
+		p_SSL_ctrl(t->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+			   t->host);
 	if (tls.insecure)
 		p_SSL_set_verify(t->ssl, SSL_VERIFY_NONE, NULL);
 	else if (t->by_address)
@@ -484,8 +486,8 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 	case X509_V_ERR_IP_ADDRESS_MISMATCH:
 		if (cert)
 			certificate_names(cert, names, sizeof(names));
-		snprintf(err, size, "the certificate is for %s, not %s", cert ? names : "other names",
-			 t->host);
+		snprintf(err, size, "the certificate is for %s, not %s",
+			 cert ? names : "other names", t->host);
 		break;
 	case X509_V_ERR_CERT_HAS_EXPIRED:
 		snprintf(err, size, "the certificate expired on %s",
@@ -502,8 +504,9 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
 	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-		snprintf(err, size, "the certificate is not signed by a trusted CA (%s; name the "
-				    "CA with --cacert)",
+		snprintf(err, size,
+			 "the certificate is not signed by a trusted CA (%s; name the "
+			 "CA with --cacert)",
 			 p_X509_verify_cert_error_string(result));
 		break;
 	default:
@@ -520,8 +523,9 @@ closed(const struct tls *t, char *err, size_t size)
 {
 	if (!t->no_cert || t->read_any)
 		return TLS_CLOSED;
-	snprintf(err, size, "the server asked for a client certificate and closed the connection "
-			    "without one (give one with --cert and --key)");
+	snprintf(err, size,
+		 "the server asked for a client certificate and closed the connection "
+		 "without one (give one with --cert and --key)");
 	return TLS_FAILED;
 }
 
@@ -565,8 +569,9 @@ outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
 	case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
 	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
 	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
-		snprintf(err, size, "the server demanded a client certificate it accepts (%s; give "
-				    "one with --cert and --key)",
+		snprintf(err, size,
+			 "the server demanded a client certificate it accepts (%s; give "
+			 "one with --cert and --key)",
 			 (p_ERR_error_string_n(code, why, sizeof(why)), why));
 		break;
 	default:

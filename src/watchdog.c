@@ -16,8 +16,8 @@
 struct watchdog {
 	struct lock lock; /* the watchdog's own copy: its error fields are written here */
 	struct nodes *nodes;
-	int64_t round; /* when the renewal in flight was sent */
-	bool told;     /* whether the first renewal that resumed a TLS session was told */
+	int64_t round;       /* when the renewal in flight was sent */
+	bool told;           /* whether the first renewal that resumed a TLS session was told */
 	bool asked_eviction; /* whether the servers were asked if they may evict locks */
 	pthread_t thread;
 	int events[2]; /* the thread writes, supervise reads */
@@ -134,8 +134,8 @@ run(void *arg)
 			 * sooner never pays for it), and only until the next renewal is due: a
 			 * slow server must not cost the renewals their time. */
 			if (calm && !w->asked_eviction) {
-				if (query_eviction_warning(w->nodes, time_min(next, lease_end), warning,
-							   sizeof(warning)))
+				if (query_eviction_warning(w->nodes, time_min(next, lease_end),
+							   warning, sizeof(warning)))
 					post(w, WATCHDOG_WARN, r, now, 0, warning);
 				w->asked_eviction = true;
 			}

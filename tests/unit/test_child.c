@@ -84,8 +84,8 @@ check_guard(void)
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* The command's group, orphans now and ours to reap, is killed, not left to sleep; and
 	 * the guard, which came to us too, is gone once it has done so. */
-	for (int waited = 0; waited < 500 && (waitpid(-1, NULL, WNOHANG) >= 0 || kill(-pgid, 0) == 0);
-	     waited++)
+	for (int waited = 0;
+	     waited < 500 && (waitpid(-1, NULL, WNOHANG) >= 0 || kill(-pgid, 0) == 0); waited++)
 		usleep(10000);
 	CHECK(pgid > 0 && kill(-pgid, 0) < 0 && errno == ESRCH);
 	CHECK_INT(waitpid(-1, NULL, WNOHANG), -1);

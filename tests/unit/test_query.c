@@ -46,8 +46,9 @@ main(void)
 {
 	struct lock_state never = { .held = false, .fence = -1, .held_for = -1 };
 	struct lock_state free_now = { .held = false, .fence = 17, .held_for = -1 };
-	struct lock_state held = { .held = true, .ttl = 12300 * NS_PER_MS, .fence = 18,
-				   .held_for = -1 };
+	struct lock_state held = {
+		.held = true, .ttl = 12300 * NS_PER_MS, .fence = 18, .held_for = -1
+	};
 	struct lock_state by_hand = { .held = true, .ttl = -1, .fence = -1, .held_for = -1 };
 
 	snprintf(held.value, sizeof(held.value), "0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242");
@@ -63,18 +64,27 @@ main(void)
 	CHECK_STR(as_json("job", &never),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"fence\": null, "
+		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [], \"maxmemory_policy\": null, \"evictable\": null");
 	CHECK_STR(as_json("job", &free_now),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
-		  "\"fence\": 17, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", "
+		  "\"fence\": 17, "
+		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [], \"maxmemory_policy\": null, "
 		  "\"evictable\": null");
 	CHECK_STR(as_json("deploy:prod", &held),
 		  "{\"key\": \"deploy:prod\", \"held\": true, \"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300, \"fence\": 18, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", "
+		  "\"ttl_ms\": 12300, \"fence\": 18, "
+		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
 		  "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": null, "
@@ -84,7 +94,10 @@ main(void)
 	CHECK_STR(as_json("k\"1", &by_hand),
 		  "{\"key\": \"k\\\"1\", \"held\": true, \"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"fence\": null, " "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", \"waiting\": 0, \"in_order\": false, \"waiters\": [], " "\"mode\": \"exclusive\", \"limit\": 1, "
+		  "\"fence\": null, "
+		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [{\"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
 		  "\"process\": null}], "
