@@ -13,6 +13,7 @@ import collections
 import functools
 import os
 import platform
+import resource
 import select
 import shutil
 import socket
@@ -25,11 +26,24 @@ import time
 
 
 def run_timed(argv, env):
-    """Runs argv to its end; returns (wall nanoseconds, wait status)."""
+    """Runs argv to its end; returns (wall nanoseconds, wait status, CPU seconds: its own and
+    that of the processes it reaped)."""
     start = time.perf_counter_ns()
     pid = os.posix_spawn(argv[0], argv, env)
-    _, status = os.waitpid(pid, 0)
-    return time.perf_counter_ns() - start, status
+    _, status, usage = os.wait4(pid, 0)
+    return time.perf_counter_ns() - start, status, usage.ru_utime + usage.ru_stime
+
+
+def children_cpu():
+    """The CPU seconds of the bench's children reaped so far, and of what they reaped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_so_far(pid):
+    """A running process's CPU seconds so far (its main thread's: the barrier shell's)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
 
 
 def percentile(values, p):
@@ -227,16 +241,21 @@ class Bench:
                                  f"(exit {status >> 8}, signal {status & 0x7f})")
 
     def uncontended(self, runs):
-        """Median and p90 of `LOCK KEY -- true`, the two tools interleaved."""
+        """Median and p90 of `LOCK KEY -- true`, the two tools interleaved, and the median CPU
+        seconds of a run (the tool's, its command's and, for redlock-run, its guard's)."""
         times = {"flock": [], "redlock-run": []}
+        cpu = {"flock": [], "redlock-run": []}
         true = shutil.which("true")
         for i in range(runs):
             order = ("flock", "redlock-run") if i % 2 == 0 else ("redlock-run", "flock")
             for tool in order:
-                ns, status = run_timed(self.lock_argv(tool, "uncontended", [true]), self.env)
+                ns, status, seconds = run_timed(self.lock_argv(tool, "uncontended", [true]),
+                                                self.env)
                 self.check(tool, status)
                 times[tool].append(ns)
-        return {t: (statistics.median(v), percentile(v, 90)) for t, v in times.items()}
+                cpu[tool].append(seconds)
+        return {t: (statistics.median(v), percentile(v, 90), statistics.median(cpu[t]))
+                for t, v in times.items()}
 
     def versus(self, runs, env, options=()):
         """Medians of `redlock-run KEY -- true` on the plain server and with env (another URL)
@@ -249,7 +268,7 @@ class Bench:
             for kind in order:
                 argv = [self.redlock] + (list(options) if kind == "other" else []) + [
                     "versus", "--", true]
-                ns, status = run_timed(argv, other_env if kind == "other" else self.env)
+                ns, status, _ = run_timed(argv, other_env if kind == "other" else self.env)
                 self.check(f"redlock-run {' '.join(options)} with {env}", status)
                 if i:
                     times[kind].append(ns)
@@ -268,7 +287,7 @@ class Bench:
 
         def worker():
             for _ in range(iterations):
-                _, status = run_timed(argv, env)
+                _, status, _ = run_timed(argv, env)
                 self.check(label, status)
 
         threads = [threading.Thread(target=worker) for _ in range(workers)]
@@ -303,7 +322,7 @@ class Bench:
 
         def worker():
             for _ in range(iterations):
-                _, status = run_timed(argv, self.env)
+                _, status, _ = run_timed(argv, self.env)
                 self.check(f"--limit {limit}", status)
 
         threads = [threading.Thread(target=worker) for _ in range(workers)]
@@ -470,6 +489,7 @@ class Bench:
         argv = BARRIER + self.lock_argv(tool, key, [self.critical, counter, log, "0"])
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
+        reaped = children_cpu()
         with Processes(self, label) as procs, open(ready_r, "rb") as ready, \
                 open(go_w, "wb") as go:
             try:
@@ -479,13 +499,16 @@ class Bench:
                 os.close(go_r)
                 os.close(ready_w)
             ready.read(waiters)  # short only if one died before saying so: finish() tells
+            barrier = sum(cpu_so_far(p.pid) for p in procs.started if p.poll() is None)
             cpu = self.watch(tool)
             start = time.monotonic_ns()
             go.close()
             procs.finish()
             wall = time.monotonic_ns() - start
         self.check_line(label, counter, log, waiters, most=1)
-        return self.line_result(waiters, wall, cpu)
+        result = self.line_result(waiters, wall, cpu)
+        result["processes"] = children_cpu() - reaped - barrier
+        return result
 
     def queued(self, tool, kind, waiters):
         """A line of `waiters` behind holders, as LINES[kind] says: the holders take KEY first,
@@ -664,7 +687,7 @@ def profile(bench, runs):
         for tool in ("flock", "redlock-run") if i % 2 == 0 else ("redlock-run", "flock"):
             argv = [strace, "-f", "--seccomp-bpf", "-ttt", "-e", f"trace={PROFILE_CALLS}",
                     "-o", log] + bench.lock_argv(tool, "profile", [true])
-            _, status = run_timed(argv, bench.env)
+            _, status, _ = run_timed(argv, bench.env)
             bench.check(f"{tool} under strace", status)
             with open(log) as f:
                 events = profile_events(f.read())
@@ -719,6 +742,8 @@ def repeated(measure, tools, runs):
         sections = sum(r["sections"] for r in measured)
         summary[tool] = {"per_second": statistics.median(r["sections"] / r["seconds"]
                                                          for r in measured)}
+        if all("processes" in r for r in measured):
+            summary[tool]["processes"] = sum(r["processes"] for r in measured) / sections
         if tool == "redlock-run":
             summary[tool]["commands"] = sum(r["commands"] for r in measured) / sections
             summary[tool]["cpu"] = sum(r["cpu"] for r in measured) / sections
@@ -799,6 +824,15 @@ def print_waiting(figures, verdict):
         row(f"{label.format('W')}: Redis CPU per section at W = {large}",
             redlock=us(many["cpu"]), ratio=f"{ratio:.2f}× W = {small} ({us(one['cpu'])})",
             target="≤ 1.2×", ok=ratio <= 1.2)
+    # What bounds a line started together: with every process and the server on these
+    # cores, sections/s cannot pass the cores' count over the CPU time a section costs.
+    for (kind, w), m in lines.items():
+        if "processes" not in m.get("flock", {}):
+            continue
+        flock, red = m["flock"]["processes"], m["redlock-run"]["processes"] + m["redlock-run"][
+            "cpu"]
+        row(f"{LINE_LABELS[kind].format(w)}: CPU time per section, the processes' and "
+            "Redis's", ms(flock * 1e9), ms(red * 1e9), f"{red / flock:.2f}×")
 
     waiters, window, hold = figures["hold"]
     held = f"{waiters} waiters behind a `-t 1s` holder, over {window} s"
@@ -929,6 +963,8 @@ def main():
     print(f"| `LOCK KEY -- true`, median of {runs} | {ms(fu[0])} | {ms(ru[0])} | "
           f"{ratio_u:.2f}× | ≤ 1.15× | {verdict(ratio_u <= 1.15)} |")
     print(f"| `LOCK KEY -- true`, p90 | {ms(fu[1])} | {ms(ru[1])} | {ru[1] / fu[1]:.2f}× | | |")
+    print(f"| `LOCK KEY -- true`: CPU time of a run (the tool, its command and guard), median "
+          f"| {ms(fu[2] * 1e9)} | {ms(ru[2] * 1e9)} | {ru[2] / fu[2]:.2f}× | | |")
     print(f"| {workers} workers × {iterations}, {work_us // 1000} ms sections: sections/s | "
           f"{flock_c['per_second']:.0f} | {redlock_c['per_second']:.0f} | {ratio_c:.0%} | "
           f"≥ 100% | {verdict(ratio_c >= 1)} |")
@@ -951,6 +987,9 @@ def main():
     print(f"| Redis CPU time per uncontended run | | {redlock_work[1] * 1e3:.1f} µs | "
           f"{redlock_work[1] / plain_work[1]:.2f}× the plain pair ({plain_work[1] * 1e3:.1f} µs) "
           f"| | |")
+    all_cpu = ru[2] + redlock_work[1] / 1e3
+    print(f"| CPU time of an uncontended run, the server's included | {ms(fu[2] * 1e9)} | "
+          f"{ms(all_cpu * 1e9)} | {all_cpu / fu[2]:.2f}× | | |")
     print(f"| peak RSS while the command sleeps | {rss['flock'] / 1024:.2f} MiB | "
           f"{rss['redlock-run'] / 1024:.2f} MiB | | ≤ 2.5 MiB | "
           f"{verdict(rss['redlock-run'] <= 2.5 * 1024)} |")

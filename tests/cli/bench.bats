@@ -27,6 +27,10 @@ load helpers
 	# the executed commands and the server's CPU time, next to a plain pair's
 	assert_line --regexp '^\| Redis commands executed per uncontended run .* \| \| [0-9.]+ \| [0-9.]+× a plain SET NX'
 	assert_line --regexp '^\| Redis CPU time per uncontended run \| \| [0-9.]+ µs \| [0-9.]+× the plain pair'
+	# the CPU time a run costs, beside flock's: the processes', then the server's added
+	assert_line --regexp '^\| `LOCK KEY -- true`: CPU time of a run .* \| [0-9.]+ ms \| [0-9.]+ ms \| [0-9.]+× \|'
+	assert_line --regexp '^\| CPU time of an uncontended run, the server.s included \| [0-9.]+ ms \| [0-9.]+ ms \| [0-9.]+× \|'
+	assert_line --regexp '^\| 10 started together: CPU time per section, .* \| [0-9.]+ ms \| [0-9.]+ ms \| [0-9.]+× \|'
 	# every engine, as a ratio to the plain server in the same run
 	local engine engines=("\`--limit 4\`" "3 servers \(Redlock\)" "Sentinel .*"
 		"Cluster, through the node that owns the slot" "Cluster, through a node that does not .*")
