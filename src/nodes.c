@@ -683,6 +683,12 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		t = redirected(ns, n, a, intr_fd);
 	else if (a->result == CONN_FAILED && n->cluster)
 		t = reroute(ns, n, a, intr_fd);
+	if (t == INTERRUPTED) {
+		/* Nothing is handed out: a redirect still held (while pausing, or asking
+		 * elsewhere, when the wait was cut short) goes. */
+		reply_free(a->reply);
+		a->reply = NULL;
+	}
 	if (t != TAKEN)
 		return t;
 	if (!conn_is_open(n->conn)) {

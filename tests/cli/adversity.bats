@@ -434,3 +434,31 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	touch "$dir/b-go"
 	wait "$b"
 }
+
+@test "a renewal held up by a redirect when the command ends: released, nothing left behind" {
+	redis_start a
+	relay_start a
+	local log
+	log="$(redis_dir a)/relay.log"
+	"$RR" -r "unix://$(redis_sock a)" warm-up -- true
+	"$RR" -t 6s -r "unix://$(relay_sock a)" job \
+		-c "touch $dir/started; until [ -e $dir/stop ]; do sleep 0.05; done" 2>"$dir/err" &
+	local run=$!
+	wait_until 10 test -e "$dir/started"
+	# A cluster in the middle of a migration or a failover: "later", again and again. The
+	# renewal (on the watchdog's connection, the second) pauses and asks again...
+	relay_set a "answer TRYAGAIN Multiple keys request during rehashing of slot"
+	wait_until 10 grep -q '^[0-9.]* #2 answered' "$log"
+	# ... until the command ends and the watchdog is told to stop, mid-pause. The release
+	# (on the first connection) is told "later" too, then goes through.
+	touch "$dir/stop"
+	wait_until 10 grep -q '^[0-9.]* #1 answered' "$log"
+	relay_set a pass
+	reap "$run"
+	cat "$dir/err" >&2
+	assert_equal "$status" 0
+	# Under the sanitizers, the redirect's answer the watchdog held was reported as leaked.
+	run ! grep -E 'Sanitizer|leak' "$dir/err"
+	run rcli_on a exists job
+	assert_output 0
+}

@@ -28,6 +28,8 @@ it writes, so while traffic flows, `echo MODE > FILE.tmp && mv FILE.tmp FILE` is
                 transit, and sent again late), even once their client hangs up, until the
                 mode changes; new connections pass
     refuse      new connections are accepted and closed at once; open ones are closed
+    answer TEXT each request is answered by the relay with the error -TEXT (a cluster's
+                -TRYAGAIN, say) and never reaches the server
 
 A mode applies to the bytes that arrive while it is in force. When either side of a
 connection hangs up, what is already on its way (held replies included) is written out, then
@@ -68,6 +70,8 @@ def read_mode(path):
     if len(words) == 1 and words[0] in ("pass", "drop", "drop-once", "blackhole", "refuse",
                                         "one-reply", "hold"):
         return (words[0],)
+    if len(words) >= 2 and words[0] == "answer":
+        return ("answer", " ".join(words[1:]))
     if len(words) == 2 and words[0] == "delay":
         try:
             ms = float(words[1])
@@ -79,7 +83,8 @@ def read_mode(path):
 
 
 def reply_end(data, pos=0):
-    """Where the RESP reply that starts at data[pos] ends, or None if it is not all there."""
+    """Where the RESP reply (or request: an array) that starts at data[pos] ends, or None if
+    it is not all there."""
     line = data.find(b"\r\n", pos)
     if line < 0:
         return None
@@ -110,6 +115,7 @@ class Pair:
         self.events = {client: 0, upstream: 0}  # what the selector watches on each
         self.held = collections.deque()  # replies held back: (release time, bytes)
         self.held_requests = bytearray()  # requests held back (mode hold)
+        self.unanswered = bytearray()  # the start of a request not all there (mode answer)
         self.draining = False  # a side hung up: write out what is left, then close
         self.closed = False
 
@@ -238,9 +244,14 @@ class Relay:
             log(f"#{pair.number} {pair.side(sock)} hung up")
             return
         mode = self.mode[0]
+        if sock is pair.client and mode != "answer" and pair.unanswered:
+            data = bytes(pair.unanswered) + data  # the rest of a request begun in mode answer
+            pair.unanswered.clear()
         if mode == "blackhole":
             what = "request" if sock is pair.client else "reply"
             log(f"#{pair.number} {what} swallowed: {len(data)} bytes")
+        elif sock is pair.client and mode == "answer":
+            self.answer(pair, data)
         elif sock is pair.client and mode == "hold" and pair.number <= self.hold_upto:
             pair.held_requests += data
             log(f"#{pair.number} request held: {len(data)} bytes")
@@ -263,6 +274,20 @@ class Relay:
             pair.held.append((0, data))
         else:
             self.send(pair, pair.client, data)
+
+    def answer(self, pair, data):
+        """Mode answer: each whole request in data (after what came before) gets the error."""
+        pair.unanswered += data
+        pos, count = 0, 0
+        while pos < len(pair.unanswered):
+            end = reply_end(pair.unanswered, pos)
+            if end is None:
+                break
+            pos, count = end, count + 1
+        del pair.unanswered[:pos]
+        if count:
+            self.send(pair, pair.client, f"-{self.mode[1]}\r\n".encode() * count)
+            log(f"#{pair.number} answered -{self.mode[1]}: {count} requests")
 
     def send(self, pair, sock, data):
         pair.out[sock] += data
