@@ -535,6 +535,7 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	enum conn_result res;
 
 	conn_free(n->side);
+	n->side = NULL;
 	if (!to || !c || !(n->side = conn_new(to)))
 		return TAKEN;
 	if ((res = conn_open(n->side, n->deadline, intr_fd)) == CONN_OK) {

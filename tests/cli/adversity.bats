@@ -462,3 +462,20 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	run rcli_on a exists job
 	assert_output 0
 }
+
+@test "an -ASK to an address that cannot be read, after one that could: refused, nothing freed twice" {
+	redis_start a
+	redis_start_tcp b
+	relay_start a
+	# The lock is taken where the first -ASK points; the release is pointed nowhere (a Redis 7
+	# node that knows no endpoint for the target says "?" in place of its address), asked
+	# again until it counts as a loop, and refused. Each -ASK drops the connection the one
+	# before opened: once freed, and only once.
+	relay_set a "answer ASK 3 127.0.0.1:$(redis_port b)"
+	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" job \
+		-c "echo 'answer ASK 3 ?:$(redis_port b)' > $(relay_mode a).tmp; mv $(relay_mode a).tmp $(relay_mode a)"
+	assert_equal "$status" 0
+	assert_equal "$stderr" "redlock-run: cannot release job: $(relay_sock a) redirected one request 8 times (the last: ASK 3 ?:$(redis_port b)): a loop; it expires within 30s"
+	run rcli_on b exists job
+	assert_output 1
+}
