@@ -55,13 +55,15 @@ run_guard(int fd, char *title, size_t title_size, const char *name)
 	char byte;
 	ssize_t n;
 
+	/* A process group of its own: what kills redlock-run's whole group (timeout(1), a CI
+	 * runner cancelling a job, kill -9 %1) must not take the guard with it. */
+	setpgid(0, 0);
 	/* A name of its own, so that ps and pgrep do not count it as a second redlock-run. */
 	prctl(PR_SET_NAME, "redlock-guard");
 	for (size_t i = 0; i < title_size; i++) /* NUL-terminated, whatever it cuts */
 		title[i] = i + 1 < title_size && *name ? *name++ : '\0';
 
-	/* No signal may take the guard away early: not one meant for redlock-run's own
-	 * group, not one a user sends it by mistake. */
+	/* No signal may take the guard away early: not one a user sends it by mistake. */
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &ignore, NULL);

@@ -94,6 +94,22 @@ EOT
 	((output / 1000 >= expires))
 }
 
+@test "SIGKILL to redlock-run's whole process group (timeout -s KILL, a cancelled CI job): the grandchild goes too" {
+	# redlock-run leads a group of its own (setsid), as under timeout(1) or a CI runner, and
+	# the whole group is killed at once: the guard is not in it, and takes the command's
+	# group down.
+	setsid "$RR" -t 30s job -c "sleep 300 & echo \$! > $dir/grandchild; wait" &
+	p=$!
+	wait_until 5 test -s "$dir/grandchild"
+	grandchild=$(cat "$dir/grandchild")
+	kill -KILL -- "-$p"
+	wait "$p" || true
+	wait_until 5 gone "$grandchild"
+	# Nothing of the command runs while the lock lingers (until its lease ends).
+	run rcli exists job
+	assert_output 1
+}
+
 @test "a command that leaves a background child: the child is stopped before the key is deleted" {
 	run "$RR" job -c "sh -c 'trap \"redis-cli -s $(redis_sock main) exists job > $dir/key-at-term; exit 0\" TERM
 			touch $dir/trapped; sleep 300 & wait' 2>/dev/null &
