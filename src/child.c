@@ -249,12 +249,28 @@ child_suspend(const struct child *ch)
 	kill(-ch->pgid, SIGSTOP);
 	take_terminal_back(ch);
 	/* Stop the job the way the terminal would have: our whole process group, which may
-	 * be a script that ran us. SIGTSTP, which the guard ignores, unless it was ignored on
-	 * entry: then SIGSTOP, for us alone. */
-	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+	 * be a script that ran us, with SIGTSTP (unless it was ignored on entry). Ours is
+	 * consumed (signals_consume_tstp), so we stop ourselves, and once continued, take
+	 * it: it was this stop, not another. */
+	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+		sigset_t tstp;
 		kill(0, SIGTSTP);
-	else
 		kill(getpid(), SIGSTOP);
+		sigemptyset(&tstp);
+		sigaddset(&tstp, SIGTSTP);
+		sigtimedwait(&tstp, NULL, &(struct timespec){ 0, 0 });
+	} else {
+		kill(getpid(), SIGSTOP);
+	}
+}
+
+void
+child_stop(const struct child *ch)
+{
+	kill(-ch->pgid, SIGSTOP);
+	if (ch->tty_fd >= 0)
+		take_terminal_back(ch);
+	kill(getpid(), SIGSTOP);
 }
 
 void

@@ -56,6 +56,11 @@ bool child_group_empty(const struct child *ch);
  * and the job that ran us stops too, so that the shell sees it stopped. Returns once it
  * is continued; then call child_resume. */
 void child_suspend(const struct child *ch);
+/* SIGTSTP came to redlock-run itself (kill -TSTP, or sent to the job it is in): the command's
+ * whole group stops, then redlock-run does (what a stop of redlock-run alone would leave
+ * running, the command, would run unrenewed). Returns once redlock-run is continued; then
+ * call child_resume. */
+void child_stop(const struct child *ch);
 /* Continues the command, handing it the terminal again if we are in the foreground. */
 void child_resume(const struct child *ch);
 

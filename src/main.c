@@ -289,7 +289,7 @@ main(int argc, char *argv[])
 
 	env = command_environment(&lock, vars);
 	wd = env ? watchdog_new(&lock, nodes) : NULL;
-	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
+	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, nodes, wd, &child, "cannot start the command");
 
 	out = supervise(&(struct supervision){

@@ -50,10 +50,28 @@ signals_init(struct signals *s)
 	sigaddset(&blocked, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &blocked, &s->entry_mask) < 0)
 		return -1;
+	s->consumed = consumed;
 	s->fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
 	sigdelset(&consumed, SIGCHLD);
 	s->stop_fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
 	return s->fd < 0 || s->stop_fd < 0 ? -1 : 0;
+}
+
+int
+signals_consume_tstp(struct signals *s)
+{
+	struct sigaction sa;
+	sigset_t tstp;
+
+	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN)
+		return 0;
+	sigemptyset(&tstp);
+	sigaddset(&tstp, SIGTSTP);
+	sigaddset(&s->consumed, SIGTSTP);
+	/* (The watchdog's thread blocks every signal: this one thread is the process.) */
+	if (sigprocmask(SIG_BLOCK, &tstp, NULL) < 0 || signalfd(s->fd, &s->consumed, 0) < 0)
+		return -1;
+	return 0;
 }
 
 static int

@@ -12,6 +12,7 @@
 
 struct signals {
 	int fd;                /* readable while one of ours is pending */
+	sigset_t consumed;     /* what fd takes */
 	int stop_fd;           /* readable while one that stops us is pending (not SIGCHLD) */
 	sigset_t entry_mask;   /* the mask redlock-run started with */
 	bool chld_was_ignored; /* SIGCHLD was SIG_IGN on entry; we need it at SIG_DFL */
@@ -20,6 +21,12 @@ struct signals {
 /* Blocks and redirects our signals; must run before any thread is created. 0, or -1 with
  * errno set. */
 int signals_init(struct signals *s);
+
+/* Once the command is about to start: SIGTSTP (unless ignored on entry) is consumed too, so
+ * that a stop sent to redlock-run (kill -TSTP, or to its job) stops the command's group with
+ * it rather than redlock-run alone (see child_stop). Before, a waiter stops as flock would.
+ * 0, or -1 with errno set. */
+int signals_consume_tstp(struct signals *s);
 
 /* Takes one pending signal: its number, or 0 when none is pending. */
 int signals_take(const struct signals *s);

@@ -360,7 +360,11 @@ supervise(const struct supervision *s)
 		while ((sig = signals_take(s->signals)) != 0) {
 			if (sig == SIGCHLD)
 				reap(s, &st);
-			else if (signals_forwarded(sig)) {
+			else if (sig == SIGTSTP && !st.exited) {
+				/* As for a stop from the terminal (see reap). */
+				child_stop(s->child);
+				st.resumed = true;
+			} else if (signals_forwarded(sig)) {
 				child_signal(s->child, sig);
 				sigaddset(&st.forwarded, sig);
 			}

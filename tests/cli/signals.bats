@@ -305,6 +305,29 @@ fg_then_interrupt() {
 	wait_until 5 gone "$(cat "$dir/worker")"
 }
 
+@test "SIGTSTP sent to redlock-run itself stops the command's whole group with it; SIGCONT continues both" {
+	# No terminal: a script's background job, stopped with kill -TSTP. A stopped
+	# redlock-run renews nothing; its command must not run on meanwhile.
+	"$RR" -t 30s job -c "echo \$\$ > $dir/command; sh -c 'trap \"\" TSTP; exec sleep 300' & echo \$! > $dir/worker; wait; true" \
+		>"$dir/out" 2>&1 3>&- &
+	p=$!
+	wait_until 5 test -s "$dir/worker"
+	worker=$(cat "$dir/worker")
+	wait_until 5 test "$(ps -o comm= -p "$worker")" = sleep
+	kill -TSTP "$p"
+	wait_until 5 test "$(state "$p")" = T
+	wait_until 5 test "$(state "$worker")" = T
+	assert_equal "$(state "$(cat "$dir/command")")" T
+	kill -CONT "$p"
+	wait_until 5 running "$worker"
+	running "$p"
+	kill -TERM "$worker"
+	reap "$p"
+	assert_equal "$status" 0
+	run rcli exists job
+	assert_output 0
+}
+
 @test "a signal that redlock-run passed on is not passed to the program that runs it" {
 	cat >"$dir/runner.py" <<EOT
 import os, signal, subprocess, sys, time
