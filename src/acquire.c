@@ -57,9 +57,20 @@ unsure_mark(struct acquisition *q, size_t i, int64_t sent)
 		q->unsure_since = sent;
 }
 
+/* Whether a request whose outcome we do not know may still take the lock. */
+static bool
+unsettled(const struct acquisition *q)
+{
+	for (size_t i = 0; i < NODES_MAX; i++)
+		if (q->unheard[i])
+			return true;
+	return q->unsure_since >= 0;
+}
+
 static void
 unsure_clear(struct acquisition *q, size_t i)
 {
+	q->unheard[i] = false;
 	q->unsure_at[i] = -1;
 	q->unsure_since = -1;
 	for (size_t j = 0; j < NODES_MAX; j++)
@@ -181,11 +192,14 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	char ran[32], counts[32], run_id[41];
 
 	if (a->result != CONN_OK) {
-		/* A request may have landed unanswered on a server that answered before; one that
-		 * never did (a wrong address, a TLS port, something else listening) took nothing
-		 * that its answer would not have said. */
+		/* A request may have landed unanswered on a server that answered before: it is
+		 * asked about again. One that never answered (a wrong address, a TLS port,
+		 * something else listening) is not waited for, but one that accepted the
+		 * connection and sat on the request (frozen) may still carry it out: said. */
 		if (a->maybe_landed && nodes_reached(ns, i))
 			unsure_mark(q, i, nodes_sent(ns, i));
+		else if (a->maybe_landed && a->result == CONN_TIMEOUT)
+			q->unheard[i] = true;
 		rd->reached += nodes_reached(ns, i); /* an outage, not a wrong address */
 		if (a->result == CONN_TIMEOUT && !nodes_reached(ns, i) &&
 		    strncmp(nodes_error(ns, i), "no reply from ", 14) == 0) {
@@ -573,12 +587,12 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 	char why[sizeof(l->error)];
 
 	if (now >= give_up) {
-		if (q->unsure_since >= 0) {
+		if (unsettled(q)) {
 			snprintf(why, sizeof(why), "%s", l->error);
 			set_unsure_error(l, why);
 		}
 		if (q->wait > 0 && q->seen_held) {
-			if (q->unsure_since >= 0)
+			if (unsettled(q))
 				msg_warn("%s", l->error);
 			return LOCK_BUSY;
 		}
@@ -593,7 +607,7 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 				       time_min(time_max(l->ttl / 10, 10 * NS_PER_MS), NS_PER_S))
 			    : 10 * NS_PER_MS;
 	if (clock_sleep_until(time_min(now + q->pause, give_up), intr_fd) < 0) {
-		if (q->unsure_since >= 0) {
+		if (unsettled(q)) {
 			set_unsure_error(l, "interrupted");
 			msg_warn("%s", l->error);
 		}
@@ -643,7 +657,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 		enum attempt_outcome a = attempt(l, ns, &q, &rd, intr_fd);
 
 		if (a == ATTEMPT_INTERRUPTED) {
-			if (q.unsure_since >= 0) {
+			if (unsettled(&q)) {
 				set_unsure_error(l, "interrupted");
 				msg_warn("%s", l->error);
 			}
@@ -651,7 +665,8 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			break;
 		}
 		if (a == ATTEMPT_REFUSED) { /* AUTH, SELECT or the script: no point asking again */
-			if (q.unsure_since >= 0) { /* an earlier request stays unsettled */
+			if (unsettled(&q)) {
+				/* An earlier request stays unsettled. */
 				char why[sizeof(l->error)];
 				snprintf(why, sizeof(why), "%s", l->error);
 				set_unsure_error(l, why);

@@ -41,11 +41,15 @@ struct acquisition {
 				* or -1 */
 	int64_t unsure_at[NODES_MAX]; /* for each node, when such a request went out there, or
 				       * -1 */
-	int64_t answered_at;          /* when a quorum last answered; -1: never, in this run */
-	int64_t pause;                /* the pause before trying silent servers again; 0 while they
-				       * answer */
-	bool seen_held;               /* a quorum said another holds the lock */
-	bool in_line;                 /* an attempt went out that may have put us in line */
+	/* For each node: a request went out on a connection the server accepted and never
+	 * answered on, in this run (frozen, or busy with a long script): it took nothing yet,
+	 * but may when the server resumes. Not waited for (see --connect-timeout), but said. */
+	bool unheard[NODES_MAX];
+	int64_t answered_at; /* when a quorum last answered; -1: never, in this run */
+	int64_t pause;       /* the pause before trying silent servers again; 0 while they
+			      * answer */
+	bool seen_held;      /* a quorum said another holds the lock */
+	bool in_line;        /* an attempt went out that may have put us in line */
 	/* One server: the next attempt's request went out already, behind the BLPOP, so that
 	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
 	bool pipelined;

@@ -300,6 +300,21 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_equal "$stderr" "redlock-run: lost the lock on job: it was gone when the command ended"
 }
 
+@test "a request a frozen server sat on: 69 at --connect-timeout, and said that a lock it takes expires" {
+	redis_start a
+	export REDLOCK_URL="unix://$(redis_sock a)"
+	"$RR" warm-up -- true # (the scripts cached: the request carried out later takes the lock)
+	kill -STOP "$(redis_pid a)"
+	run --separate-stderr "$RR" --connect-timeout 300ms -t 5s -n job -- echo never
+	kill -CONT "$(redis_pid a)"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: no reply from $(redis_sock a) in time (--connect-timeout 300ms); if the lock was taken, it expires within 5000ms"
+	# Thawed, the server carries the request out: the lock is taken, by a run that is gone,
+	# and expires by itself within the lease.
+	wait_until 5 test "$(rcli_on a exists job)" = 1
+	(($(rcli_on a pttl job) <= 5000))
+}
+
 @test "a refusal is not an outage: a wrong password or db with -w 10s exits 69 at once" {
 	redis_start a --requirepass 'right horse'
 	local url
