@@ -136,6 +136,33 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
  * as it keeps a quorum; free when no holder can have one, even with the nodes that did not
  * answer. 0, or -1 with l->error set when that cannot be told.
  */
+/*
+ * The holder's fence, and so when it took the lock, among the nodes that hold it: the one most
+ * of them have. Its acquisition set them all to it (the highest of its grants: ties go that
+ * way); a node it granted again after the server restarted empty moved on to that server's
+ * clock, a fence that was never the holder's.
+ */
+static void
+holder_fence(const struct nodes *ns, const struct lock_state *node, struct lock_state *st)
+{
+	size_t n = nodes_count(ns), best = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t same = 0;
+		if (!node[i].answered || !node[i].held || strcmp(node[i].value, st->value) != 0)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			same += node[j].answered && node[j].held &&
+				node[j].fence == node[i].fence &&
+				strcmp(node[j].value, st->value) == 0;
+		if (same > best || (same == best && node[i].fence > st->fence)) {
+			best = same;
+			st->fence = node[i].fence;
+			st->held_for = node[i].held_for;
+		}
+	}
+}
+
 static int
 quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *node,
 	    struct lock_state *st)
@@ -183,6 +210,8 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			st->ttl = st->ttl == TIME_NEVER ? -1 : st->ttl;
 		}
 	}
+	if (st->held)
+		holder_fence(ns, node, st);
 	if (st->held || best + (n - answered) < q)
 		return 0;
 	st->held = false;

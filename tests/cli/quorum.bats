@@ -280,6 +280,31 @@ matrix() {
 	grep -q "127.0.0.1:$(redis_port q2) no longer has job; taking it there again" "$dir/err"
 }
 
+@test "--status after a server restarted empty was given the lock back: the holder's fence, and when it took the lock" {
+	"$RR" -v -t 60s job -c "echo \$REDLOCK_FENCE > $dir/fence; exec sleep 60" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/fence"
+	local started
+	started=$(now_ms)
+	wait_until 5 held_on q1 job
+	redis_restart_empty q1
+	wait_until 15 held_on q1 job
+	# q1, the first URL, has the lock again, and a fence of its own clock, which the holder
+	# never had.
+	[[ $(rcli_on q1 get '{job}:fence') != "$(cat "$dir/fence")" ]]
+	local since=$(($(now_ms) - started))
+	run "$RR" --status --json job
+	assert_equal "$status" 75
+	fields=$(echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+print(o["held"], o["fence"], o["held_ms"] >= int(sys.argv[1]))' "$since")
+	assert_equal "$fields" "True $(cat "$dir/fence") True"
+	run "$RR" --list
+	assert_line --index 1 --regexp " $(cat "$dir/fence") +0$"
+	kill "$holder"
+	reap "$holder"
+}
+
 @test "a majority restarted empty under the command: 76, saying so; nobody takes it meanwhile" {
 	"$RR" -t 30s job -c "date +%s%3N > $dir/started; exec sleep 60" 2>"$dir/err" &
 	holder=$!
