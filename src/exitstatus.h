@@ -9,7 +9,7 @@
 enum exit_status {
 	STATUS_USAGE = 64,       /* bad option, duration, URL, missing KEY or COMMAND */
 	STATUS_UNAVAILABLE = 69, /* Redis unreachable or unusable before the command ran */
-	STATUS_OSERR = 71,       /* fork, pipe, thread or randomness failed in redlock-run */
+	STATUS_OSERR = 71,       /* fork, pipe, thread, randomness or writing stdout failed */
 	STATUS_CONFLICT = 75,  /* lock not acquired (held, or the wait timed out); -E changes it */
 	STATUS_LOST = 76,      /* the lock was lost while the command ran */
 	STATUS_CANCELLED = 77, /* a newer run cancelled this one (--cancel-running), which

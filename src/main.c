@@ -32,6 +32,20 @@ fatal_errno(int status, const char *what)
 	msg_fatal(status, "%s: %s", what, msg_strerror(errno, buf, sizeof(buf)));
 }
 
+/* What went to stdout (--help, --version, --status, --list, --break) got there whole, or the
+ * run fails, as flock's does: a monitoring check must not take a cut answer for the answer. */
+static int
+output_written(int status)
+{
+	char buf[128];
+
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return status;
+	msg_error("cannot write the output: %s",
+		  msg_strerror(errno ? errno : EIO, buf, sizeof(buf)));
+	return STATUS_OSERR;
+}
+
 /* With -v: which nodes granted the lock, and how much of its validity is left. */
 static void
 tell_quorum(const struct lock *l, const struct nodes *ns)
@@ -231,12 +245,12 @@ main(int argc, char *argv[])
 	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
 	case OPTS_HELP:
 		opts_print_help(stdout);
-		return 0;
+		return output_written(0);
 	case OPTS_VERSION:
 		printf("redlock-run %s (TLS: %s)\n", REDLOCK_VERSION,
 		       conn_has_tls() ? "yes" : "no");
 		conn_print_libraries(stdout);
-		return 0;
+		return output_written(0);
 	case OPTS_USAGE_ERROR:
 		msg_error("%s", err);
 		fputs("Try 'redlock-run --help' for more information.\n", stderr);
@@ -261,7 +275,7 @@ main(int argc, char *argv[])
 	if (o.status || o.brk || o.list) {
 		int status = o.list ? query_list(&o) : o.brk ? query_break(&o) : query_status(&o);
 		opts_free(&o);
-		return status;
+		return output_written(status);
 	}
 	if (signals_init(&sig) < 0)
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");

@@ -368,6 +368,24 @@ EOF_CASES
 	fi
 }
 
+@test "output that cannot all be written (a full disk): 71, saying so, as flock says 'write error'" {
+	local what holder
+	"$RR" job -c "echo ready > $dir/ready; exec sleep 30" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	for what in --help --version "--status job" "--status --json job" --list "--list --json"; do
+		# shellcheck disable=SC2086 # the words of $what are options
+		run --separate-stderr "$RR" $what
+		[[ -n $output ]]
+		# shellcheck disable=SC2086
+		run --separate-stderr bash -c '"$@" >/dev/full' _ "$RR" $what
+		assert_equal "$status" 71
+		assert_equal "$stderr" "redlock-run: cannot write the output: no space left on device"
+	done
+	kill "$holder"
+	reap "$holder"
+}
+
 @test "a build without TLS: rediss:// exits 69 saying so (tls.bats covers a build with it)" {
 	[[ $("$RR" --version) == *"(TLS: no)"* ]] || skip "this build has TLS"
 	run --separate-stderr "$RR" -r rediss://127.0.0.1:6380 job -- echo never
