@@ -716,13 +716,15 @@ struct script script_leave = {
  * are}. The line: {the server's time (ms), how many exclusive waiters, how many shared ones,
  * then 16 at most, each with how long it has waited (ms)}: the first 16 of the queues, in
  * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
- * -1 for the time. An error "FOREIGN holds a TYPE" for a KEY of another type. Reads only: the
- * places that are over are skipped, not removed.
+ * -1 for the time. An error "FOREIGN what" for a KEY that is not a lock, as a run finds it (see
+ * ALIEN). Reads only: the places that are over are skipped, not removed.
  */
 struct script script_query = {
-	.text = "local t = redis.call('TIME')\n"
+	.text = ALIEN "local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"local kind, out = redis.call('TYPE', KEYS[1]).ok, nil\n"
+		"local what = kind ~= 'none' and alien()\n"
+		"if what then return foreign(what) end\n"
 		"if kind == 'zset' then\n"
 		"  out = {-1, redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or false,\n"
 		"         redis.call('GET', KEYS[2])}\n"
@@ -733,11 +735,9 @@ struct script script_query = {
 		"    out[#out + 1] = h[i + 1] - now\n"
 		"  end\n"
 		"  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"
-		"elseif kind == 'string' or kind == 'none' then\n"
+		"else\n"
 		"  out = {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
 		"         redis.call('GET', KEYS[2])}\n"
-		"else\n"
-		"  return redis.error_reply('FOREIGN holds a ' .. kind)\n"
 		"end\n"
 		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
 		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"

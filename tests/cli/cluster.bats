@@ -66,7 +66,7 @@ moved_on() {
 	m=$(cluster_masters | head -1)
 	key=$(key_on "$m")
 	seed=$(another_than "$m")
-	rcli_on "$m" set "$key" someone >/dev/null
+	rcli_on "$m" set "$key" 00000000-0000-4000-8000-000000000000:someone:42 px 60000 >/dev/null
 	run -75 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status --json "$key"
 	assert_output --partial "\"address\": \"127.0.0.1:$(redis_port "$m")\""
 	run -75 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status "$key"

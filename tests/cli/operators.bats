@@ -53,6 +53,12 @@ foreign() {
 				[ ! -e "$dir/ran" ]
 			done
 		done
+		# --status says the same as a run, and --list passes it over.
+		[[ $kind != tagged ]] || continue
+		run -69 --separate-stderr "$RR" --status app
+		assert_equal "$stderr" "redlock-run: app is not a lock on $(redis_sock main): it $what, which redlock-run did not write"
+		run -0 "$RR" --list
+		refute_output --partial app
 	done
 }
 

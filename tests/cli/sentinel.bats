@@ -31,7 +31,7 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	[[ $(rcli_on m1 exists job) == 0 ]]
 	run -0 "$RR" --status job
 	assert_line "  on 127.0.0.1:$(redis_port m1), the master"
-	rcli_on m1 set job someone-else >/dev/null
+	rcli_on m1 set job 00000000-0000-4000-8000-000000000000:someone-else:42 px 60000 >/dev/null
 	run -75 "$RR" --status --json job
 	assert_output --partial '"held": true'
 	assert_output --partial "\"address\": \"127.0.0.1:$(redis_port m1)\""
