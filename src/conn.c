@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "duration.h"
 #include "msg.h"
 #include "tls.h"
 
@@ -50,6 +51,7 @@ struct conn {
 	enum phase phase;
 	enum conn_result failure; /* why it was closed, for a wait to report */
 	int64_t open_deadline;    /* the opening's; TIME_NEVER once open */
+	int64_t open_started;     /* when the opening began */
 	int64_t opened_at;        /* when it last became open */
 	/* While connecting over TCP: */
 	int64_t until;               /* when the address being tried is given up */
@@ -336,8 +338,15 @@ static enum conn_result
 open_timed_out(struct conn *c)
 {
 	switch (c->phase) {
-	case PHASE_CONNECTING:
-		return fail_errno(c, "cannot connect to", ETIMEDOUT);
+	case PHASE_CONNECTING: {
+		/* How long it had: a request whose time was nearly up when it came to connecting
+		 * (after a failover's pauses) is not a server that does not answer. */
+		char within[32], buf[128];
+		return fail(
+			c, CONN_FAILED, "cannot connect to %s within %s: %s", c->address,
+			duration_format(c->open_deadline - c->open_started, within, sizeof(within)),
+			msg_strerror(ETIMEDOUT, buf, sizeof(buf)));
+	}
 	case PHASE_HANDSHAKE:
 		/* A plain server takes the TLS hello for the start of an inline command, and
 		 * waits for the rest of it. */
@@ -708,6 +717,7 @@ conn_start(struct conn *c, int64_t deadline)
 		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
 			    c->address);
 	c->open_deadline = deadline;
+	c->open_started = clock_now();
 	c->next = FROM_LAST;
 	c->connect_err = 0;
 	try_connect(c);

@@ -157,6 +157,32 @@ sentinel_knows_tls() {
 	[[ $stderr != *"trying again"* && $stderr != *"if the lock was taken"* ]]
 }
 
+@test "--connect-timeout: a port that takes no connection (its backlog full) says how long it had" {
+	# A listener that never accepts, its backlog filled until a connection no longer goes
+	# through (the kernel drops the handshake: the connect times out).
+	python3 -c 'import socket, sys, time
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(0)
+kept = []
+while True:
+	s = socket.socket()
+	s.settimeout(0.2)
+	kept.append(s)
+	try:
+		s.connect(l.getsockname())
+	except OSError:
+		break
+open(sys.argv[1], "w").write(str(l.getsockname()[1]))
+time.sleep(300)' "$BATS_TEST_TMPDIR/port" 3>&- &
+	local full=$!
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/port"
+	run --separate-stderr "$RR" --connect-timeout 300ms -r "redis://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")" -n job -- echo never
+	kill "$full"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot connect to 127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port") within 300ms: connection timed out"
+}
+
 @test "--connect-timeout: a server that accepts and never answers ends the run with 69 within it" {
 	# A port that takes connections and says nothing (a service that is not Redis).
 	python3 -c 'import socket, sys, time
