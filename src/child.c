@@ -237,40 +237,43 @@ child_group_empty(const struct child *ch)
 	return kill(-ch->pgid, 0) < 0 && errno == ESRCH;
 }
 
-void
-child_suspend(const struct child *ch)
+/*
+ * Stops redlock-run with SIGTSTP, so that what runs it sees "Stopped" as for any job: sent to
+ * our whole process group (the job, which may be a script that ran us) or to us alone.
+ * SIGTSTP is blocked while the command runs (signals_consume_tstp): let through for that
+ * moment, it stops us as it would have. Unless it was ignored on entry: then SIGSTOP.
+ */
+static void
+stop_self(bool whole_job)
 {
 	struct sigaction sa;
+	sigset_t tstp;
 
-	if (ch->tty_fd < 0)
-		return; /* not a job of a terminal: somebody stopped it on purpose */
+	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL) {
+		kill(getpid(), SIGSTOP);
+		return;
+	}
+	sigemptyset(&tstp);
+	sigaddset(&tstp, SIGTSTP);
+	kill(whole_job ? 0 : getpid(), SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &tstp, NULL); /* stopped here until continued */
+	sigprocmask(SIG_BLOCK, &tstp, NULL);
+}
+
+bool
+child_suspend(const struct child *ch, bool asked)
+{
+	if (ch->tty_fd < 0 && !asked)
+		return false; /* not a job of a terminal: somebody stopped it on purpose */
 	/* The whole group first, also what ignores SIGTSTP: nothing of it may run on while
 	 * we, and the watchdog with us, are stopped and renew nothing. */
 	kill(-ch->pgid, SIGSTOP);
-	take_terminal_back(ch);
-	/* Stop the job the way the terminal would have: our whole process group, which may
-	 * be a script that ran us, with SIGTSTP (unless it was ignored on entry). Ours is
-	 * consumed (signals_consume_tstp), so we stop ourselves, and once continued, take
-	 * it: it was this stop, not another. */
-	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
-		sigset_t tstp;
-		kill(0, SIGTSTP);
-		kill(getpid(), SIGSTOP);
-		sigemptyset(&tstp);
-		sigaddset(&tstp, SIGTSTP);
-		sigtimedwait(&tstp, NULL, &(struct timespec){ 0, 0 });
-	} else {
-		kill(getpid(), SIGSTOP);
-	}
-}
-
-void
-child_stop(const struct child *ch)
-{
-	kill(-ch->pgid, SIGSTOP);
 	if (ch->tty_fd >= 0)
 		take_terminal_back(ch);
-	kill(getpid(), SIGSTOP);
+	/* Then the job, the way the terminal would have stopped it; or, when the stop was
+	 * sent to us, ourselves (a stop sent to our job has reached the rest of it). */
+	stop_self(!asked);
+	return true;
 }
 
 void

@@ -52,15 +52,13 @@ void child_signal(const struct child *ch, int sig);
  * to us). */
 bool child_group_empty(const struct child *ch);
 
-/* The command was stopped from its terminal (Ctrl-Z): the terminal goes back to the shell
- * and the job that ran us stops too, so that the shell sees it stopped. Returns once it
- * is continued; then call child_resume. */
-void child_suspend(const struct child *ch);
-/* SIGTSTP came to redlock-run itself (kill -TSTP, or sent to the job it is in): the command's
- * whole group stops, then redlock-run does (what a stop of redlock-run alone would leave
- * running, the command, would run unrenewed). Returns once redlock-run is continued; then
- * call child_resume. */
-void child_stop(const struct child *ch);
+/* The command stopped (SIGTSTP, SIGTTIN, SIGTTOU): from its terminal (Ctrl-Z), or, when asked,
+ * by the SIGTSTP that redlock-run was sent and passed on to its group. Its whole group is
+ * stopped, then the job that ran us (from the terminal) or redlock-run alone (asked), so that
+ * nothing of the command runs while the watchdog renews nothing. Returns once redlock-run is
+ * continued (true; then call child_resume), or false at once for a command that is not a job
+ * of a terminal and was stopped by somebody else on purpose. */
+bool child_suspend(const struct child *ch, bool asked);
 /* Continues the command, handing it the terminal again if we are in the foreground. */
 void child_resume(const struct child *ch);
 

@@ -1,8 +1,9 @@
 /*
  * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT and CHLD are
  * blocked in every thread and consumed in one place, through a signalfd: no handler ever
- * runs. A signal that was ignored when redlock-run started (HUP under nohup, INT in a
- * script's background job) is left ignored, for redlock-run and for the command alike.
+ * runs; while the command runs, TSTP too. A signal that was ignored when redlock-run started
+ * (HUP under nohup, INT in a script's background job) is left ignored, for redlock-run and for
+ * the command alike.
  */
 #ifndef REDLOCK_SIGNALS_H
 #define REDLOCK_SIGNALS_H
@@ -23,9 +24,9 @@ struct signals {
 int signals_init(struct signals *s);
 
 /* Once the command is about to start: SIGTSTP (unless ignored on entry) is consumed too, so
- * that a stop sent to redlock-run (kill -TSTP, or to its job) stops the command's group with
- * it rather than redlock-run alone (see child_stop). Before, a waiter stops as flock would.
- * 0, or -1 with errno set. */
+ * that a stop sent to redlock-run (kill -TSTP, or to its job) is passed on to the command's
+ * group and stops redlock-run only once the command has stopped (see child_suspend), rather
+ * than redlock-run alone. Before, a waiter stops as flock would. 0, or -1 with errno set. */
 int signals_consume_tstp(struct signals *s);
 
 /* Takes one pending signal: its number, or 0 when none is pending. */

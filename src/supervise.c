@@ -42,6 +42,7 @@ struct state {
 	bool sweeping;      /* what it left in its group was told to stop */
 	int64_t sweep_end;  /* when a sweep stops looking (after SIGKILL: zombies only) */
 	bool resumed;       /* the job was stopped and has been continued */
+	bool stop_passed;   /* a SIGTSTP sent to us was passed on to the command's group */
 	sigset_t forwarded; /* the signals passed on to the command */
 };
 
@@ -274,8 +275,8 @@ reap(const struct supervision *s, struct state *st)
 				/* The watchdog stops with us: a job stopped for longer than its
 				 * lease loses the lock, which on_time finds before the command is
 				 * continued. */
-				child_suspend(s->child);
-				st->resumed = true;
+				st->resumed = child_suspend(s->child, st->stop_passed);
+				st->stop_passed = false;
 			}
 			continue;
 		}
@@ -360,10 +361,12 @@ supervise(const struct supervision *s)
 		while ((sig = signals_take(s->signals)) != 0) {
 			if (sig == SIGCHLD)
 				reap(s, &st);
-			else if (sig == SIGTSTP && !st.exited) {
-				/* As for a stop from the terminal (see reap). */
-				child_stop(s->child);
-				st.resumed = true;
+			else if (sig == SIGTSTP) {
+				/* Sent to us (kill -TSTP, or to our job with no terminal): passed
+				 * on, so that the command stops first (a redlock-run inside it
+				 * stops its own), and we with it once it has (see reap). */
+				child_signal(s->child, SIGTSTP);
+				st.stop_passed = true;
 			} else if (signals_forwarded(sig)) {
 				child_signal(s->child, sig);
 				sigaddset(&st.forwarded, sig);

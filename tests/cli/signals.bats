@@ -268,6 +268,32 @@ fg_then_interrupt() {
 	assert_output 0
 }
 
+@test "Ctrl-Z on redlock-run inside redlock-run stops all of it and gives the shell its terminal; fg continues" {
+	interactive_shell
+	p=$shell
+	printf '%q outer -- %q inner -- sh -c %q\n' "$RR" "$RR" "echo \$\$ > $dir/command; exec sleep 30" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	inner=$(ps -o ppid= -p "$command" | tr -d ' ')
+	outer=$(ps -o ppid= -p "$inner" | tr -d ' ')
+	printf '\032' >&4 # Ctrl-Z
+	# the shell has its terminal back, and all three are stopped, by SIGTSTP
+	printf 'echo back > %s/back\n' "$dir" >&4
+	wait_until 5 test -s "$dir/back"
+	assert_equal "$(state "$command")" T
+	assert_equal "$(state "$inner")" T
+	assert_equal "$(state "$outer")" T
+	# fg: all run on, and the innermost command has the terminal again
+	fg_then_interrupt "$command"
+	reap "$p"
+	run cat "$dir/status"
+	assert_output 130
+	run rcli exists outer
+	assert_output 0
+	run rcli exists inner
+	assert_output 0
+}
+
 @test "after Ctrl-Z, bg leaves the terminal with the shell, also when the command ends" {
 	interactive_shell
 	printf '%q job -- sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 1.5" >&4
