@@ -32,13 +32,14 @@ fatal_errno(int status, const char *what)
 	msg_fatal(status, "%s: %s", what, msg_strerror(errno, buf, sizeof(buf)));
 }
 
-/* What went to stdout (--help, --version, --status, --list, --break) got there whole, or the
- * run fails, as flock's does: a monitoring check must not take a cut answer for the answer. */
+/* What went to stdout (--help, --version, --status, --list) got there whole, or the run fails
+ * with 71, as flock's does: a monitoring check must not take a cut answer for the answer. */
 static int
 output_written(int status)
 {
 	char buf[128];
 
+	errno = 0;
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return status;
 	msg_error("cannot write the output: %s",
@@ -274,8 +275,11 @@ main(int argc, char *argv[])
 	}
 	if (o.status || o.brk || o.list) {
 		int status = o.list ? query_list(&o) : o.brk ? query_break(&o) : query_status(&o);
+		bool brk = o.brk;
 		opts_free(&o);
-		return output_written(status);
+		/* A break is done whatever became of its report: its status stays (71 might be
+		 * retried, and break the next holder). */
+		return brk ? (output_written(status), status) : output_written(status);
 	}
 	if (signals_init(&sig) < 0)
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");
