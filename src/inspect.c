@@ -132,15 +132,10 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 }
 
 /*
- * The quorum's view from the nodes' (n of them): held when a quorum has one holder, for as long
- * as it keeps a quorum; free when no holder can have one, even with the nodes that did not
- * answer. 0, or -1 with l->error set when that cannot be told.
- */
-/*
  * The holder's fence, and so when it took the lock, among the nodes that hold it: the one most
- * of them have. Its acquisition set them all to it (the highest of its grants: ties go that
- * way); a node it granted again after the server restarted empty moved on to that server's
- * clock, a fence that was never the holder's.
+ * of them have. Its acquisition set them all to it (the highest of its grants); a node it
+ * granted again after the server restarted empty moved on to that server's clock, a fence
+ * that was never the holder's and is higher: ties go to the lower.
  */
 static void
 holder_fence(const struct nodes *ns, const struct lock_state *node, struct lock_state *st)
@@ -155,7 +150,7 @@ holder_fence(const struct nodes *ns, const struct lock_state *node, struct lock_
 			same += node[j].answered && node[j].held &&
 				node[j].fence == node[i].fence &&
 				strcmp(node[j].value, st->value) == 0;
-		if (same > best || (same == best && node[i].fence > st->fence)) {
+		if (same > best || (same == best && node[i].fence < st->fence)) {
 			best = same;
 			st->fence = node[i].fence;
 			st->held_for = node[i].held_for;
@@ -163,6 +158,11 @@ holder_fence(const struct nodes *ns, const struct lock_state *node, struct lock_
 	}
 }
 
+/*
+ * The quorum's view from the nodes' (n of them): held when a quorum has one holder, for as long
+ * as it keeps a quorum; free when no holder can have one, even with the nodes that did not
+ * answer. 0, or -1 with l->error set when that cannot be told.
+ */
 static int
 quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *node,
 	    struct lock_state *st)
