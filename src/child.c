@@ -152,6 +152,8 @@ child_prepare(struct child *ch, char *argv[])
 	if (ch->guard == 0)
 		run_guard(fds[0], title, title_size, name);
 	ch->guard_error = errno;
+	if (ch->guard > 0)
+		setpgid(ch->guard, ch->guard); /* as it does itself, whichever runs first */
 	close(fds[0]);
 	if (ch->guard < 0) {
 		close(fds[1]);

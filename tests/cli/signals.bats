@@ -97,7 +97,8 @@ EOT
 @test "SIGKILL to redlock-run's whole process group (timeout -s KILL, a cancelled CI job): the grandchild goes too" {
 	# redlock-run leads a group of its own (setsid), as under timeout(1) or a CI runner, and
 	# the whole group is killed at once: the guard is not in it, and takes the command's
-	# group down.
+	# group down. (Without job control, bats starts "$RR" in its own group: setsid needs no
+	# fork, and $! is redlock-run, the new group's leader.)
 	setsid "$RR" -t 30s job -c "sleep 300 & echo \$! > $dir/grandchild; wait" &
 	p=$!
 	wait_until 5 test -s "$dir/grandchild"
