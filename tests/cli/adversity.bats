@@ -311,7 +311,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_equal "$stderr" "redlock-run: no reply from $(redis_sock a) in time (--connect-timeout 300ms); if the lock was taken, it expires within 5000ms"
 	# Thawed, the server carries the request out: the lock is taken, by a run that is gone,
 	# and expires by itself within the lease.
-	wait_until 5 test "$(rcli_on a exists job)" = 1
+	wait_until 5 held_on a job
 	(($(rcli_on a pttl job) <= 5000))
 }
 

@@ -252,7 +252,8 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 @test "--list and --break through the Sentinels: the master's locks, and one ended there" {
 	"$RR" -t 30s job -- sleep 60 2>"$dir/holder.err" &
 	local holder=$!
-	wait_until 10 test "$(on_master exists job)" = 1
+	on_master_has() { [[ $(on_master exists "$1") == 1 ]]; }
+	wait_until 10 on_master_has job
 	run -0 "$RR" --list
 	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder "
 	run -0 "$RR" --break --yes job

@@ -234,8 +234,9 @@ state() {
 	read -r _ _ s _ <"/proc/$1/stat" && echo "$s"
 }
 
-# running PID: the process is not stopped.
+# running PID: the process is not stopped; stopped PID: it is.
 running() { [[ $(state "$1") != T ]]; }
+stopped() { [[ $(state "$1") == T ]]; }
 
 # fg_then_interrupt PID: types fg, then Ctrl-C once PID runs again, and leaves the status
 # the shell saw in $dir/status; the shell exits.
@@ -340,10 +341,11 @@ fg_then_interrupt() {
 	p=$!
 	wait_until 5 test -s "$dir/worker"
 	worker=$(cat "$dir/worker")
-	wait_until 5 test "$(ps -o comm= -p "$worker")" = sleep
+	runs_sleep() { [[ $(ps -o comm= -p "$1") == sleep ]]; }
+	wait_until 5 runs_sleep "$worker"
 	kill -TSTP "$p"
-	wait_until 5 test "$(state "$p")" = T
-	wait_until 5 test "$(state "$worker")" = T
+	wait_until 5 stopped "$p"
+	wait_until 5 stopped "$worker"
 	assert_equal "$(state "$(cat "$dir/command")")" T
 	kill -CONT "$p"
 	wait_until 5 running "$worker"
