@@ -334,12 +334,20 @@ fg_then_interrupt() {
 }
 
 @test "SIGTSTP sent to redlock-run itself stops the command's whole group with it; SIGCONT continues both" {
-	# No terminal: a script's background job, stopped with kill -TSTP. A stopped
-	# redlock-run renews nothing; its command must not run on meanwhile.
-	"$RR" -t 30s job -c "echo \$\$ > $dir/command; sh -c 'trap \"\" TSTP; exec sleep 300' & echo \$! > $dir/worker; wait; true" \
-		>"$dir/out" 2>&1 3>&- &
-	p=$!
+	# No terminal: a job of a script with job control (set -m), stopped with kill -TSTP. A
+	# stopped redlock-run renews nothing; its command must not run on meanwhile. (The job
+	# control keeps redlock-run's group from being orphaned, as it is under a test runner
+	# that starts a session of its own: there the kernel discards every stop signal.)
+	(
+		set -m
+		"$RR" -t 30s job -c "echo \$\$ > $dir/command; sh -c 'trap \"\" TSTP; exec sleep 300' & echo \$! > $dir/worker; wait; true" \
+			>"$dir/out" 2>&1 3>&- &
+		echo $! >"$dir/rr"
+		wait $!
+	) 3>&- &
+	local job=$!
 	wait_until 5 test -s "$dir/worker"
+	p=$(cat "$dir/rr")
 	worker=$(cat "$dir/worker")
 	runs_sleep() { [[ $(ps -o comm= -p "$1") == sleep ]]; }
 	wait_until 5 runs_sleep "$worker"
@@ -351,7 +359,7 @@ fg_then_interrupt() {
 	wait_until 5 running "$worker"
 	running "$p"
 	kill -TERM "$worker"
-	reap "$p"
+	reap "$job"
 	assert_equal "$status" 0
 	run rcli exists job
 	assert_output 0
