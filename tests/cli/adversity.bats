@@ -16,6 +16,7 @@ teardown() {
 	[[ -z ${waiter-} ]] || kill -CONT "$waiter" 2>/dev/null || true
 	relay_stop
 	redis_stop a
+	redis_stop b
 }
 
 # elapsed_ms COMMAND...: runs COMMAND, leaving its status in $status and how long it took
