@@ -275,11 +275,13 @@ main(int argc, char *argv[])
 	}
 	if (o.status || o.brk || o.list) {
 		int status = o.list ? query_list(&o) : o.brk ? query_break(&o) : query_status(&o);
-		bool brk = o.brk;
-		opts_free(&o);
+		int written = output_written(status);
 		/* A break is done whatever became of its report: its status stays (71 might be
 		 * retried, and break the next holder). */
-		return brk ? (output_written(status), status) : output_written(status);
+		if (o.brk)
+			written = status;
+		opts_free(&o);
+		return written;
 	}
 	if (signals_init(&sig) < 0)
 		fatal_errno(STATUS_OSERR, "cannot set up signal handling");

@@ -717,14 +717,13 @@ struct script script_leave = {
  * then 16 at most, each with how long it has waited (ms)}: the first 16 of the queues, in
  * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
  * -1 for the time. An error "FOREIGN what" for a KEY that is not a lock, as a run finds it (see
- * ALIEN). Reads only: the places that are over are skipped, not removed.
+ * ALIEN: a lock's token is told by what was read already; a sorted set is asked). Reads only:
+ * the places that are over are skipped, not removed.
  */
 struct script script_query = {
 	.text = ALIEN "local t = redis.call('TIME')\n"
 		"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
 		"local kind, out = redis.call('TYPE', KEYS[1]).ok, nil\n"
-		"local what = kind ~= 'none' and alien()\n"
-		"if what then return foreign(what) end\n"
 		"if kind == 'zset' then\n"
 		"  out = {-1, redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or false,\n"
 		"         redis.call('GET', KEYS[2])}\n"
@@ -735,9 +734,15 @@ struct script script_query = {
 		"    out[#out + 1] = h[i + 1] - now\n"
 		"  end\n"
 		"  out[#out + 1] = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"
-		"else\n"
+		"elseif kind == 'string' or kind == 'none' then\n"
 		"  out = {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
 		"         redis.call('GET', KEYS[2])}\n"
+		"else\n"
+		"  return foreign()\n"
+		"end\n"
+		"if (kind == 'string' and (out[2] < 0 or not string.match(out[1], " TOKEN_PATTERN ")))\n"
+		"   or (kind == 'zset' and alien()) then\n"
+		"  return foreign()\n"
 		"end\n"
 		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
 		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"
