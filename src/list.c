@@ -72,10 +72,73 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
 	return a.reply;
 }
 
+/* Whether a string that starts with value (len bytes of it, read up to LOCK_VALUE_MAX - 1) may be
+ * a lock's token: of a token's shape, or too long to tell here (the query then reads it). */
+static bool
+may_be_token(const char *value, size_t len)
+{
+	char host[LOCK_HOLDER_MAX], token[LOCK_VALUE_MAX];
+	long pid;
+
+	if (len >= LOCK_VALUE_MAX - 1)
+		return true;
+	memcpy(token, value, len);
+	token[len] = '\0';
+	return lock_parse_holder(token, host, sizeof(host), &pid) == 0;
+}
+
+/*
+ * Adds to *n those of keys (a page of SCAN's strings on node i) whose values may be tokens: a
+ * Redis that locks share with a cache holds many other strings, and asking each one's query
+ * cost a round trip and a script. GETRANGE reads no more of a value than a token can be, and
+ * NODES_ASKS_MAX of them are out at a time. Only what cannot be a token is passed over. 0, or -1
+ * with error set.
+ */
+static int
+add_tokens(struct nodes *ns, size_t i, const struct reply *keys, int64_t timeout, struct names *n,
+	   char *error, size_t size)
+{
+	size_t count = reply_count(keys), sent = 0, read = 0;
+	char last[24];
+
+	snprintf(last, sizeof(last), "%d", LOCK_VALUE_MAX - 2);
+	while (read < count) {
+		struct answer a;
+		size_t len;
+		const char *value;
+		for (; sent < count && sent - read < NODES_ASKS_MAX; sent++) {
+			const char *argv[] = { "GETRANGE", NULL, "0", last };
+			size_t lens[] = { 8, 0, 1, strlen(last) };
+			struct command cmd = { 4, argv, lens, false };
+			argv[1] = reply_string(reply_element(keys, sent), &lens[1]);
+			if (!argv[1])
+				argv[1] = "";
+			nodes_send(ns, i, &cmd, clock_now() + timeout, -1);
+		}
+		if (nodes_next(ns, clock_now() + timeout, -1, &a) != CONN_OK ||
+		    a.result != CONN_OK) {
+			snprintf(error, size, "%s", nodes_error(ns, i));
+			nodes_cancel(ns);
+			return -1;
+		}
+		/* In order: the answer for keys[read]. A refusal (a user not allowed GETRANGE, a
+		 * key that changed type since) leaves the key to the query. */
+		if (reply_type(a.reply) != REPLY_STRING ||
+		    ((value = reply_string(a.reply, &len)) && may_be_token(value, len))) {
+			const char *key = reply_string(reply_element(keys, read), &len);
+			if (key && names_add(n, key, len) < 0)
+				msg_fatal(STATUS_OSERR, "out of memory");
+		}
+		reply_free(a.reply);
+		read++;
+	}
+	return 0;
+}
+
 /*
  * Adds the names on node i that match pattern to *n: SCAN, never KEYS, which would block the
- * server for as long as it reads them all; only strings and sorted sets, the types of a lock.
- * 0, or -1 with error set.
+ * server for as long as it reads them all; only strings that may be tokens (add_tokens), and
+ * sorted sets, the types of a lock. 0, or -1 with error set.
  */
 static int
 scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n, char *error,
@@ -84,6 +147,7 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 	static const char *const types[] = { "string", "zset" };
 
 	for (size_t t = 0; t < 2; t++) {
+		bool strings = strcmp(types[t], "string") == 0;
 		char cursor[32] = "0";
 		do {
 			const char *argv[] = { "SCAN",  cursor, "MATCH", pattern,
@@ -105,7 +169,11 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 			}
 			snprintf(cursor, sizeof(cursor), "%s",
 				 reply_string(reply_element(r, 0), NULL));
-			for (size_t k = 0; k < reply_count(keys); k++) {
+			if (strings && add_tokens(ns, i, keys, timeout, n, error, size) < 0) {
+				reply_free(r);
+				return -1;
+			}
+			for (size_t k = 0; !strings && k < reply_count(keys); k++) {
 				size_t len;
 				const char *key = reply_string(reply_element(keys, k), &len);
 				if (key && names_add(n, key, len) < 0)

@@ -9,9 +9,7 @@
 #include "cluster.h"
 #include "sentinel.h"
 
-/* How many requests one node may have outstanding, and how often a Sentinel node's may be
- * sent again to a new master. */
-#define NODE_ASKS_MAX 8
+/* How often a Sentinel node's requests may be sent again to a new master. */
 #define NODE_RESENDS 3
 /* How often one request may be redirected before it counts as a loop, and the pauses before
  * asking again a cluster that is busy (-TRYAGAIN) or down (-CLUSTERDOWN). */
@@ -47,7 +45,7 @@ struct node {
 	struct cluster *cluster;   /* once a server redirected it (or a cluster URL's): where
 				    * the slot's owner is; else NULL */
 	struct conn *side;         /* to where an -ASK pointed, for one request */
-	struct ask ask[NODE_ASKS_MAX];
+	struct ask ask[NODES_ASKS_MAX];
 	unsigned asks;          /* requests whose answers are still to be handed out */
 	int64_t asked_at;       /* when the first of them was sent */
 	int64_t deadline;       /* when they are overdue */
@@ -149,7 +147,7 @@ nodes_new_like(const struct nodes *like)
 static void
 clear_asks(struct node *n)
 {
-	for (unsigned k = 0; k < n->asks && k < NODE_ASKS_MAX; k++)
+	for (unsigned k = 0; k < n->asks && k < NODES_ASKS_MAX; k++)
 		free(n->ask[k].copy);
 	n->asks = 0;
 	n->resends = n->redirects = n->seeds_tried = 0;
@@ -335,7 +333,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 		n->was_open = false;
 		return;
 	}
-	assert(n->asks < NODE_ASKS_MAX); /* the protocol has a few requests out at a time */
+	assert(n->asks < NODES_ASKS_MAX); /* the protocol has a few requests out at a time */
 	if (!n->asks) {
 		n->asked_at = now;
 		n->deadline = deadline;

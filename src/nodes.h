@@ -41,6 +41,9 @@ const char *nodes_address(const struct nodes *ns, size_t i);
  * acknowledged it (WAIT count timeout_ms, sent right behind it). */
 void nodes_replicas(struct nodes *ns, int count, long long timeout_ms);
 
+/* The most requests one node may have outstanding: nodes_send asserts it. */
+#define NODES_ASKS_MAX 8
+
 /* The most arguments a command may have. */
 #define NODES_ARGS_MAX 16
 

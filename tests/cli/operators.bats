@@ -276,6 +276,30 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
+@test "--list passes over a cache's strings without running a script for each" {
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	# A cache beside the lock: many strings, one of them large and starting as a token does,
+	# and one that is a token all the way but too long to be one.
+	rcli eval "for i = 1, 3000 do redis.call('SET', 'cache:' .. i, 'v' .. i) end" 0 >/dev/null
+	rcli eval "redis.call('SET', 'large', ARGV[1] .. string.rep('y', 100000), 'PX', 60000)" 0 \
+		"12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null
+	rcli eval "redis.call('SET', 'long', ARGV[1] .. string.rep('h', 400) .. ':42', 'PX', 60000)" 0 \
+		"12345678-1234-1234-1234-123456789abc:" >/dev/null
+	rcli config resetstat >/dev/null
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder "
+	assert_equal "${#lines[@]}" 2
+	# A script ran for the lock and for what may be one (the long value), not for the cache.
+	local scripts
+	scripts=$(rcli info commandstats |
+		awk -F '[:=,]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }')
+	((scripts >= 1 && scripts <= 4))
+	touch "$dir/go"
+	wait "$holder"
+}
+
 @test "--list over a quorum: the quorum's view of each lock" {
 	quorum_start 3
 	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
