@@ -275,12 +275,30 @@ a_lock(const struct lock_state *st)
 	       lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
 }
 
+/* The servers' eviction settings into s, as --status --json gives them: asked of the servers
+ * once a listing (*asked), and copied from ev after that. */
+static void
+eviction(struct nodes *ns, struct status *s, struct eviction *ev, bool *asked)
+{
+	if (!*asked)
+		query_ask_eviction(ns, s);
+	for (size_t i = 0; i < s->count; i++) {
+		if (*asked)
+			s->node[i].ev = ev[i];
+		else
+			ev[i] = s->node[i].ev;
+	}
+	*asked = true;
+}
+
 int
 query_list(const struct opts *o)
 {
 	struct nodes *ns = nodes_new(o->urls, o->nurls), *master;
 	struct redis_url m[64];
 	struct names n = { 0 };
+	struct eviction ev[NODES_MAX];
+	bool asked = false;
 	char error[400] = "";
 	int64_t timeout = time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
 	size_t listed = 0, unique = 0;
@@ -348,10 +366,12 @@ query_list(const struct opts *o)
 		query_ask(s, &l, ns, o->connect_timeout);
 		if (s->decided && a_lock(&s->all)) {
 			listed++;
-			if (o->json)
+			if (o->json) {
+				eviction(ns, s, ev, &asked);
 				query_print_json(stdout, s);
-			else
+			} else {
 				text_row(stdout, n.name[k], &s->all);
+			}
 		}
 		lock_free(&l);
 		free(s);

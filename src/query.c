@@ -438,11 +438,8 @@ read_role(const struct reply *r, struct eviction *ev)
 		 reply_type(port) == REPLY_INTEGER ? reply_integer(port) : 0);
 }
 
-/* Reads the eviction settings of every node that answered from INFO memory, and whether it is
- * a replica from ROLE; leaves a node's empty when it refuses (managed services and ACL users
- * often may not run them). */
-static void
-ask_eviction(struct nodes *ns, struct status *s)
+void
+query_ask_eviction(struct nodes *ns, struct status *s)
 {
 	int64_t deadline = clock_now() + LOCK_IO_TIMEOUT;
 	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
@@ -513,7 +510,7 @@ report(const struct opts *o, bool *taken)
 	any = query_ask(s, &l, ns, o->connect_timeout);
 	/* What the nodes that answered said is worth showing, even when it decides nothing. */
 	if (any) {
-		ask_eviction(ns, s);
+		query_ask_eviction(ns, s);
 		if (o->json)
 			query_print_json(stdout, s);
 		else

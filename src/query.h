@@ -66,6 +66,11 @@ struct status {
  * could be told). */
 bool query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout);
 
+/* Reads the eviction settings of every node of s that answered from INFO memory, and whether it
+ * is a replica from ROLE, into s; leaves a node's empty when it refuses (managed services and
+ * ACL users often may not run them). */
+void query_ask_eviction(struct nodes *ns, struct status *s);
+
 /*
  * The JSON object of --status --json: {"key", "held", "host", "pid", "token", "ttl_ms", "fence",
  * "maxmemory_policy", "evictable", "quorum", "nodes"}. The first fields are the quorum's view:

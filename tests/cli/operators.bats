@@ -276,7 +276,7 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
-@test "--list passes over a cache's strings without running a script for each" {
+@test "--list passes over a cache's strings without running a script for each; its JSON says what --status's does" {
 	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
 	wait_until 5 test -e "$dir/held"
@@ -296,6 +296,17 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	scripts=$(rcli info commandstats |
 		awk -F '[:=,]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }')
 	((scripts >= 1 && scripts <= 4))
+	# Each object of --list --json says what the servers may evict, as --status --json does.
+	run -0 "$RR" --list --json
+	local listed
+	listed=$(echo "$output" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.readline())
+print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])')
+	run -75 "$RR" --status --json job
+	assert_equal "$listed" "$(echo "$output" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.readline())
+print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])')"
+	[[ $listed == "noeviction False noeviction" ]]
 	touch "$dir/go"
 	wait "$holder"
 }
