@@ -52,11 +52,12 @@ json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* Whether the process of a holder's value still runs: "running" or "gone" when it is on this
- * host (by its name), NULL when that cannot be told here (another host, or a value redlock-run
- * did not write). A holder whose process is gone did not release: its lease runs out. */
+/* Whether the process of a holder's or waiter's value still runs: "running" or "gone" when it
+ * is on this host (by its name), NULL when that cannot be told here (another host, or a value
+ * redlock-run did not write). A holder whose process is gone did not release: its lease runs
+ * out; a waiter that is gone did not leave: its place ends with the lease it waits out. */
 static const char *
-holder_process(const char *value)
+process_of(const char *value)
 {
 	char host[LOCK_HOLDER_MAX], here[256] = "";
 	long pid;
@@ -99,7 +100,7 @@ json_who(FILE *out, size_t i, const char *value)
 static void
 json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
 {
-	const char *process = holder_process(value);
+	const char *process = process_of(value);
 
 	json_who(out, i, value);
 	fprintf(out, ", \"ttl_ms\": %lld, \"process\": ",
@@ -119,20 +120,25 @@ discipline(const struct lock_state *st)
 
 /* The line's fields: "queue", its discipline, "waiting", how many, "in_order", whether
  * "waiters" are the first of them in arrival order (else some of them): {"host", "pid",
- * "token", "mode", "waited_ms"}. */
+ * "token", "mode", "waited_ms", "process"}. */
 static void
 json_line(FILE *out, const struct lock_state *st)
 {
 	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
 		discipline(st), st->waiting, st->ordered ? "true" : "false");
 	for (size_t i = 0; i < st->nwaiters; i++) {
+		const char *process = process_of(st->waiter[i].value);
 		json_who(out, i, st->waiter[i].value);
 		fprintf(out, ", \"mode\": \"%s\", \"waited_ms\": ",
 			st->waiter[i].shared ? "shared" : "exclusive");
 		if (st->waiter[i].waited >= 0)
-			fprintf(out, "%lld}", (long long)(st->waiter[i].waited / NS_PER_MS));
+			fprintf(out, "%lld", (long long)(st->waiter[i].waited / NS_PER_MS));
 		else
-			fputs("null}", out);
+			fputs("null", out);
+		if (process)
+			fprintf(out, ", \"process\": \"%s\"}", process);
+		else
+			fputs(", \"process\": null}", out);
 	}
 	fputs("]", out);
 }
@@ -176,8 +182,7 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "%lld", (long long)(st->held_for / NS_PER_MS));
 	else
 		fputs("null", out);
-	process = st->held && !st->limit && !st->shared && !st->kept ? holder_process(st->value)
-								     : NULL;
+	process = st->held && !st->limit && !st->shared && !st->kept ? process_of(st->value) : NULL;
 	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
 	if (process)
 		fprintf(out, "\"%s\"", process);
@@ -308,7 +313,7 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	else
 		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
 			duration_format(st->ttl, left, sizeof(left)), fence);
-	if (!st->kept && (process = holder_process(st->value)) && strcmp(process, "gone") == 0)
+	if (!st->kept && (process = process_of(st->value)) && strcmp(process, "gone") == 0)
 		fprintf(out, "; no such process runs on this host: it did not release, and the "
 			     "lease runs out by itself");
 	fputc('\n', out);
@@ -325,14 +330,17 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 		return;
 	fprintf(out, "%s%lld waiting (--queue %s)%s", prefix, st->waiting, discipline(st),
 		st->ordered ? ", in arrival order" : "");
-	for (size_t i = 0; i < st->nwaiters; i++)
-		fprintf(out, "%s %s%s%s%s", i ? "," : ":",
+	for (size_t i = 0; i < st->nwaiters; i++) {
+		const char *process = process_of(st->waiter[i].value);
+		fprintf(out, "%s %s%s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
 			st->waiter[i].shared ? " (shared)" : "",
+			process && strcmp(process, "gone") == 0 ? " (gone)" : "",
 			st->waiter[i].waited >= 0 ? " for " : "",
 			st->waiter[i].waited >= 0
 				? duration_format(st->waiter[i].waited, waited, sizeof(waited))
 				: "");
+	}
 	if ((long long)st->nwaiters < st->waiting)
 		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
 	fputc('\n', out);

@@ -149,9 +149,20 @@ assert o["waiting"] == 2 and o["in_order"] and o["queue"] == "fifo", o
 w = o["waiters"]
 assert [x["mode"] for x in w] == ["exclusive", "shared"], w
 assert [x["pid"] for x in w] == [int(sys.argv[1]), int(sys.argv[2])], w
-assert all(0 <= x["waited_ms"] <= 31000 for x in w), w' "$exclusive" "$shared"
+assert all(0 <= x["waited_ms"] <= 31000 for x in w), w
+assert [x["process"] for x in w] == ["running", "running"], w' "$exclusive" "$shared"
+	# A waiter killed outright keeps its place until the lease it waits out ends (it could
+	# not leave): on this host, --status says that its process is gone.
+	kill -KILL "$exclusive"
+	reap "$exclusive"
+	run -75 "$RR" --status job
+	[[ ${lines[1]} =~ ^"  2 waiting (--queue fifo), in arrival order: $(hostname):$exclusive (gone) for "[0-9.ms]+", $(hostname):$shared (shared) for "[0-9.ms]+$ ]]
+	run -75 "$RR" --status --json job
+	echo "$output" | python3 -c 'import json, sys
+w = json.load(sys.stdin)["waiters"]
+assert [x["process"] for x in w] == ["gone", "running"], w'
 	touch "$dir/go"
-	wait "$holder" "$exclusive" "$shared"
+	wait "$holder" "$shared"
 }
 
 @test "--break: the holder stops at its next renewal with 76, naming the breaker; the next waiter gets it at once" {
