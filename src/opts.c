@@ -609,6 +609,9 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 						   optarg);
 			break;
 		case 'c':
+			if (shell_string) /* as flock(1): one command runs, not the last */
+				return usage_error(err, size,
+						   "-c requires exactly one command argument");
 			shell_string = optarg;
 			break;
 		case 'l':

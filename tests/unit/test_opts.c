@@ -99,6 +99,8 @@ main(void)
 	REFUSED("-c requires exactly one command argument", "k", "-c");
 	REFUSED("-c and a COMMAND cannot be given together", "-c", "x", "k", "y");
 	REFUSED("-c requires exactly one command argument", "-c", "x", "k", "-c", "y");
+	REFUSED("-c requires exactly one command argument", "-c", "x", "-c", "y", "k");
+	REFUSED("-c requires exactly one command argument", "--command", "x", "-c", "y", "k");
 
 	/* flock's names for an exclusive lock, the only kind: accepted, alone or clustered. */
 	CHECK_INT(PARSE("-x", "k", "true"), OPTS_RUN);
