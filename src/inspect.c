@@ -315,6 +315,7 @@ lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
 	call_send_all(ns, &call, deadline, -1);
 	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_breaking *b = &node[a.node];
+		b->unheard = a.result != CONN_OK && a.maybe_landed;
 		if (a.result != CONN_OK)
 			snprintf(b->error, sizeof(b->error), "%s", nodes_error(ns, a.node));
 		else if (read_breaking(l, nodes_address(ns, a.node), a.reply, b) < 0)

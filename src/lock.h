@@ -222,6 +222,7 @@ int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
 /* What --break did on one node. */
 struct lock_breaking {
 	bool answered; /* else error says why */
+	bool unheard;  /* not answered, but the break went out and may still be carried out */
 	char error[300];
 	bool broke;                   /* someone held KEY there, and no longer does */
 	long long fence, before;      /* the fence now, and the one before (-1: none) */

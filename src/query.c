@@ -606,7 +606,7 @@ query_break(const struct opts *o)
 	struct nodes *ns;
 	char by[300], here[256] = "";
 	int status = 0;
-	bool taken;
+	bool taken, unheard = false;
 
 	if (!o->yes) {
 		if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
@@ -640,11 +640,23 @@ query_break(const struct opts *o)
 		char prefix[320] = "";
 		if (nodes_count(ns) > 1)
 			snprintf(prefix, sizeof(prefix), "on %s: ", nodes_address(ns, i));
+		unheard = unheard || node[i].unheard;
 		if (node[i].answered)
 			text_breaking(stdout, prefix, o->key, &node[i]);
 		else if (nodes_count(ns) > 1 || status == 0)
-			fprintf(stdout, "%scannot break %s: %s\n", prefix, o->key, node[i].error);
+			fprintf(stdout, "%scannot break %s: %s%s\n", prefix, o->key, node[i].error,
+				node[i].unheard
+					? " (the break went out: it may still be carried out "
+					  "there)"
+					: "");
 	}
+	/* A server that sat on the break (frozen, or busy) may still carry it out: breaking
+	 * again at once could then break whoever holds the lock next. */
+	if (unheard)
+		msg_error("a server did not answer the break but may still carry it out: see "
+			  "--status %s before breaking it again, which would end the next holder's "
+			  "lock",
+			  o->key);
 	nodes_free(ns);
 	lock_free(&l);
 	return status;

@@ -432,6 +432,32 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	wait "$holder" || true
 }
 
+@test "--break with 2 servers of 3 frozen: 69, and a warning that it may still land there" {
+	wait_until 5 nodes_old 2 1 2 3
+	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" 2>"$dir/holder.err" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	wait_until 5 held_on q3 job
+	# (The servers know the break's script from a break before, as they do once any was
+	# run: what they then find queued is the script itself, not a NOSCRIPT to answer.)
+	"$RR" --break --yes other >/dev/null
+	node_freeze 2
+	node_freeze 3
+	run --separate-stderr "$RR" --connect-timeout 500ms --break --yes job
+	assert_equal "$status" 69
+	assert_line --index 0 --regexp "^on 127.0.0.1:$(redis_port q1): broke job, held by $(hostname):$holder "
+	assert_line --index 1 "on 127.0.0.1:$(redis_port q2): cannot break job: no reply from 127.0.0.1:$(redis_port q2) in time (the break went out: it may still be carried out there)"
+	[[ $stderr == *"no quorum (2 of 3 nodes)"* ]]
+	[[ $stderr == *"see --status job before breaking it again, which would end the next holder's lock"* ]]
+	# And so it does, once they thaw: breaking again would have ended someone else's lock.
+	node_thaw 2
+	node_thaw 3
+	wait_until 10 free_on q2 job
+	wait_until 10 free_on q3 job
+	reap "$holder"
+	assert_equal "$status" 76
+}
+
 @test "a node whose grant came too late to count is raised to the fence all the same" {
 	fence() { "$RR" -t 1s job -c "echo \$REDLOCK_FENCE >> $dir/fences"; }
 	# Counters far ahead of the servers' clocks: fences grow from them alone, not from the
