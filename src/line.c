@@ -43,6 +43,24 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);
 }
 
+/* The progress line while a server sits on our wait past its end (frozen, or busy with a long
+ * script): the first that still owes an answer, and for how long it has, since `due`. */
+static void
+show_silence(struct lock *l, struct nodes *ns, struct acquisition *q, int64_t due)
+{
+	char buf[32];
+
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		if (!nodes_outstanding(ns, i))
+			continue;
+		msg_progress("waiting for %s (%s has not answered for %s)", l->key,
+			     nodes_address(ns, i),
+			     duration_format(time_max(clock_now() - due, 0), buf, sizeof(buf)));
+		q->shown[0] = '\0'; /* the holder is said again once it answers */
+		return;
+	}
+}
+
 void
 line_send_leaves(struct lock *l, struct nodes *ns, const struct round *rd)
 {
@@ -131,7 +149,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 {
 	int64_t now = clock_now();
 	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
-	int64_t block, end, due, timed_out = -1, nudge_at, step = NS_PER_MS;
+	int64_t block, end, due, timed_out = -1, nudge_at, silent_at, step = NS_PER_MS;
 	char seconds[32];
 	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the
 	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
@@ -184,6 +202,8 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
 	 * answers, it is nudged (see conn_nudge). */
 	nudge_at = now + block + NS_PER_MS;
+	/* A second past that, a server that has not answered is said to be silent (-v). */
+	silent_at = msg_verbose() ? now + block + NS_PER_S : TIME_NEVER;
 	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
@@ -196,12 +216,18 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		res = nodes_next(
 			ns,
 			time_min(time_min(until, nudge_at),
-				 msg_progress_live() ? clock_now() + NS_PER_S : TIME_NEVER),
+				 time_min(silent_at, msg_progress_live() ? clock_now() + NS_PER_S
+									 : TIME_NEVER)),
 			intr_fd, &a);
 		if (res == CONN_TIMEOUT) {
 			int64_t t = clock_now();
 			if (t >= until)
 				break;
+			if (t >= silent_at) {
+				/* Once in a log; every second, as the rest, on a terminal. */
+				show_silence(l, ns, q, now + block);
+				silent_at = msg_progress_live() ? t + NS_PER_S : TIME_NEVER;
+			}
 			if (t >= nudge_at) {
 				for (size_t i = 0; i < nodes_count(ns); i++)
 					if (rd->waiting[i])
@@ -210,8 +236,11 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 				nudge_at = t + step;
 				continue;
 			}
-			show_wait(l, q,
-				  l->holder_ttl >= 0 ? time_max(l->holder_ttl - (t - now), 0) : -1);
+			if (t < now + block + NS_PER_S)
+				show_wait(l, q,
+					  l->holder_ttl >= 0
+						  ? time_max(l->holder_ttl - (t - now), 0)
+						  : -1);
 			continue;
 		}
 		if (res == CONN_INTERRUPTED) {

@@ -316,6 +316,27 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	(($(rcli_on a pttl job) <= 5000))
 }
 
+@test "-v says which server sits on a wait past its end (frozen), and the waiter waits on" {
+	redis_start a
+	export REDLOCK_URL="unix://$(redis_sock a)"
+	"$RR" -t 1s job -c "echo ready > $dir/held; exec sleep 3" 2>/dev/null &
+	holder=$!
+	wait_until 5 test -s "$dir/held"
+	"$RR" -v job -- echo ran >"$dir/out" 2>"$dir/err" &
+	waiter=$!
+	wait_until 5 blocked 1
+	kill -STOP "$(redis_pid a)"
+	# Its BLPOP ends with the holder's lease; a second after that, the silence is said.
+	wait_until 15 grep -q "waiting for job ($(redis_sock a) has not answered for [0-9]" "$dir/err"
+	kill -CONT "$(redis_pid a)"
+	reap "$waiter"
+	cat "$dir/err" >&2
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/out")" ran
+	waiter=
+	reap "$holder"
+}
+
 @test "a refusal is not an outage: a wrong password or db with -w 10s exits 69 at once" {
 	redis_start a --requirepass 'right horse'
 	local url
