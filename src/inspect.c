@@ -126,8 +126,7 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	}
 	st->ttl = ttl_ns(reply_integer(pttl));
 	st->fence = reply_type(fence) == REPLY_STRING ? atoll(reply_string(fence, NULL)) : -1;
-	len = strlen(st->value);
-	st->kept = st->held && len > 5 && strcmp(st->value + len - 5, ":kept") == 0;
+	st->kept = st->held && lock_value_kept(st->value);
 	return 0;
 }
 

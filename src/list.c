@@ -250,7 +250,8 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 	if ((st->shared || st->limit) && st->holders > 1)
 		snprintf(who, sizeof(who), "%s +%zu", holder, st->holders - 1);
 	else
-		snprintf(who, sizeof(who), "%s%s", holder, st->kept ? " (kept)" : "");
+		snprintf(who, sizeof(who), "%s%s", holder,
+			 lock_value_kept(st->value) ? " (kept)" : "");
 	if (st->held_for >= 0)
 		duration_format(st->held_for, taken, sizeof(taken));
 	if (st->ttl >= 0)

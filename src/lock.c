@@ -320,6 +320,14 @@ lock_parse_holder(const char *value, char *host, size_t size, long *pid)
 	return 0;
 }
 
+bool
+lock_value_kept(const char *value)
+{
+	size_t len = strlen(value);
+
+	return len > 5 && strcmp(value + len - 5, ":kept") == 0;
+}
+
 const char *
 lock_describe_holder(const char *value, char *buf, size_t size)
 {

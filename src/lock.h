@@ -218,6 +218,9 @@ int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_s
 /* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
  * release has ":kept" after them); -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
+/* Whether a holder's value says that its command has finished and --min-hold keeps its lock, or
+ * its place of a semaphore or shared lock, taken (":kept"). */
+bool lock_value_kept(const char *value);
 
 /* What --break did on one node. */
 struct lock_breaking {

@@ -96,15 +96,17 @@ json_who(FILE *out, size_t i, const char *value)
 	json_string(out, value);
 }
 
-/* One holder of "holders": {"host", "pid", "token", "ttl_ms", "process"}. */
+/* One holder of "holders": {"host", "pid", "token", "ttl_ms", "kept", "process"} (a holder
+ * kept by --min-hold has no process left to tell of). */
 static void
 json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
 {
-	const char *process = process_of(value);
+	bool kept = lock_value_kept(value);
+	const char *process = kept ? NULL : process_of(value);
 
 	json_who(out, i, value);
-	fprintf(out, ", \"ttl_ms\": %lld, \"process\": ",
-		ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL);
+	fprintf(out, ", \"ttl_ms\": %lld, \"kept\": %s, \"process\": ",
+		ttl >= 0 ? (long long)(ttl / NS_PER_MS) : -1LL, kept ? "true" : "false");
 	if (process)
 		fprintf(out, "\"%s\"}", process);
 	else
@@ -269,8 +271,9 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 		fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
 			st->limit);
 	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
-		fprintf(out, "%s %s for another %s", i ? "," : ":",
+		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
 			lock_describe_holder(st->holder[i].value, who, sizeof(who)),
+			lock_value_kept(st->holder[i].value) ? " (kept)" : "",
 			duration_format(st->holder[i].ttl, left, sizeof(left)));
 	if (st->holders > LOCK_STATE_HOLDERS)
 		fprintf(out, " and %zu more", st->holders - LOCK_STATE_HOLDERS);

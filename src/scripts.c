@@ -656,19 +656,22 @@ static struct script script_sem_renew = {
 };
 
 /*
- * A semaphore's or shared holder's release of its place (which stays, to its end, with
- * --min-hold); the key goes with its last holder.
+ * A semaphore's or shared holder's release of its place, which stays to its end with --min-hold
+ * as our value and ":kept", as a lock's does (--status tells it; a release asked again finds it
+ * ours, and has nothing left to do); the key goes with its last holder.
  */
 #define LEAVE_PLACE                                                                                \
 	RELEASE_ARGS BROKEN_BY "local score = redis.pcall('ZSCORE', KEYS[1], me)\n"                \
 	    "if type(score) ~= 'string' or tonumber(score) <= clock() then\n"                      \
+	    "  if type(redis.pcall('ZSCORE', KEYS[1], me .. ':kept')) == 'string' then\n"           \
+	    "    return 1\n"                                                                       \
+	    "  end\n"                                                                              \
 	    NOT_OURS("KEYS[2]", "fates", "me") "end\n"                                             \
 	    "local n = tonumber(string.match(redis.call('ZRANGEBYSCORE', KEYS[1], -1, -1)[1] or '',\n" \
 	    "                                '^limit:(%d+)$'))\n"                                  \
+	    "redis.call('ZREM', KEYS[1], me)\n"                                                    \
 	    "if keep > 0 then\n"                                                                   \
-	    "  redis.call('ZADD', KEYS[1], now + keep, me)\n"                                      \
-	    "else\n"                                                                               \
-	    "  redis.call('ZREM', KEYS[1], me)\n"                                                  \
+	    "  redis.call('ZADD', KEYS[1], now + keep, me .. ':kept')\n"                           \
 	    "end\n"                                                                                \
 	    "local live = redis.call('ZCOUNT', KEYS[1], now + 1, '+inf')\n"                        \
 	    "if live == 0 then\n"                                                                  \

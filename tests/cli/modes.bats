@@ -381,6 +381,28 @@ line_length() { [[ $(rcli zcard "{$1}:waiting") == "$2" ]]; }
 	wait "$s" || true
 }
 
+@test "--min-hold keeps a semaphore's or shared place as kept, and --status and --list say so" {
+	run -0 "$RR" -l 2 --min-hold 30s sem -- true
+	local pid
+	pid=$(rcli zrange sem 0 -1 | sed -n 's/^.*:\([0-9]*\):kept$/\1/p')
+	[[ -n $pid ]]
+	run -0 "$RR" --status sem
+	assert_output --regexp "^sem is held by 1 of 2 \(a semaphore\): $(hostname):$pid \(kept\) for another [0-9.]+s "
+	run -0 "$RR" --status --json sem
+	echo "$output" | python3 -c 'import json, sys
+h = json.load(sys.stdin)["holders"]
+assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^sem +limit 2 +$(hostname):$pid \(kept\) "
+	# The kept place counts: one is left, then none.
+	run -0 "$RR" -l 2 --min-hold 30s -n sem -- true
+	run -75 "$RR" -l 2 -n sem -- echo never
+	run -0 "$RR" -s --min-hold 30s readers -- true
+	run -75 "$RR" --status readers
+	assert_output --regexp "^readers is held shared by 1: $(hostname):[0-9]+ \(kept\) for another "
+	run -75 "$RR" -n readers -- echo never
+}
+
 @test "-s with --min-hold: an exclusive waiter gets the lock when the kept place ends" {
 	"$RR" -s kept -- sh -c 'touch "$1/s"; until [ -e "$1/go" ]; do sleep 0.02; done' sh "$dir" &
 	local s=$! t0

@@ -87,7 +87,8 @@ main(void)
 		  "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
-		  "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": null, "
+		  "\"ttl_ms\": 12300, \"kept\": false, \"process\": null}], "
+		  "\"maxmemory_policy\": null, "
 		  "\"evictable\": null");
 	/* quotes and backslashes escaped, control characters as \u, a stray byte as U+FFFD,
 	 * valid UTF-8 (é) kept */
@@ -100,7 +101,7 @@ main(void)
 		  "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [{\"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
-		  "\"process\": null}], "
+		  "\"kept\": false, \"process\": null}], "
 		  "\"maxmemory_policy\": null, \"evictable\": null");
 	/* Taken a while ago, kept by --min-hold after its command, and a line. */
 	struct lock_state kept = held;
@@ -133,9 +134,10 @@ main(void)
 		     "\"waiting\": 3, \"in_order\": true, "
 		     "\"waiters\": [{\"host\": \"web-4\", \"pid\": 77, \"token\": "
 		     "\"11111111-2222-3333-4444-555555555555:web-4:77\", \"mode\": \"exclusive\", "
-		     "\"waited_ms\": 13000}, {\"host\": \"web-5\", \"pid\": 78, \"token\": "
+		     "\"waited_ms\": 13000, \"process\": null}, {\"host\": \"web-5\", \"pid\": 78, "
+		     "\"token\": "
 		     "\"11111111-2222-3333-4444-555555555556:web-5:78\", \"mode\": \"shared\", "
-		     "\"waited_ms\": 4000}]") != NULL);
+		     "\"waited_ms\": 4000, \"process\": null}]") != NULL);
 	/* A deploy queue's discipline comes from its holder's value; a line without order lists
 	 * no times. */
 	snprintf(line.value, sizeof(line.value),
@@ -147,7 +149,7 @@ main(void)
 		  "  3 waiting (--queue latest): web-4:77, web-5:78 (shared) and 1 more\n");
 	CHECK(strstr(as_json("job", &line), "\"queue\": \"latest\", \"waiting\": 3, "
 					    "\"in_order\": false") != NULL);
-	CHECK(strstr(as_json("job", &line), "\"waited_ms\": null}") != NULL);
+	CHECK(strstr(as_json("job", &line), "\"waited_ms\": null, \"process\": null}") != NULL);
 	CHECK(strstr(as_json("job", &kept), "\"kept\": true, \"process\": null,") != NULL);
 	/* truncated and overlong sequences are not UTF-8 either */
 	struct lock_state bad = { .held = true, .ttl = 0, .fence = 1, .held_for = -1 };
@@ -208,7 +210,8 @@ main(void)
 	f = fmemopen(out, sizeof(out), "w");
 	query_print_json(f, &three);
 	fclose(f);
-	CHECK(strstr(out, "\"ttl_ms\": 12300, \"process\": null}], \"maxmemory_policy\": "
+	CHECK(strstr(out, "\"ttl_ms\": 12300, \"kept\": false, \"process\": null}], "
+			  "\"maxmemory_policy\": "
 			  "\"volatile-lru\", "
 			  "\"evictable\": true, \"quorum\": 2, \"nodes\": [{\"address\": "
 			  "\"10.0.0.1:6379\", \"reachable\": true, \"held\": true,") != NULL);
