@@ -392,8 +392,11 @@ line_length() { [[ $(rcli zcard "{$1}:waiting") == "$2" ]]; }
 	echo "$output" | python3 -c 'import json, sys
 h = json.load(sys.stdin)["holders"]
 assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
-	run -0 "$RR" --list
-	assert_line --index 1 --regexp "^sem +limit 2 +$(hostname):$pid \(kept\) "
+	# (--list needs SCAN, which the least-privilege user of the -acl runs may not use.)
+	if [ -z "${REDLOCK_TEST_AS_LOCKER:-}" ]; then
+		run -0 "$RR" --list
+		assert_line --index 1 --regexp "^sem +limit 2 +$(hostname):$pid \(kept\) "
+	fi
 	# The kept place counts: one is left, then none.
 	run -0 "$RR" -l 2 --min-hold 30s -n sem -- true
 	run -75 "$RR" -l 2 -n sem -- echo never
