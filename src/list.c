@@ -145,6 +145,7 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
      size_t size)
 {
 	static const char *const types[] = { "string", "zset" };
+	char at[300] = ""; /* the server the cursor is of, once it answered */
 
 	for (size_t t = 0; t < 2; t++) {
 		bool strings = strcmp(types[t], "string") == 0;
@@ -169,7 +170,21 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 			}
 			snprintf(cursor, sizeof(cursor), "%s",
 				 reply_string(reply_element(r, 0), NULL));
+			if (!at[0])
+				snprintf(at, sizeof(at), "%s", nodes_address(ns, i));
 			if (strings && add_tokens(ns, i, keys, timeout, n, error, size) < 0) {
+				reply_free(r);
+				return -1;
+			}
+			/* A cursor is one server's: one that moved on (a cluster's -MOVED to a
+			 * GETRANGE, a Sentinel's failover) would read another's keyspace with it.
+			 */
+			if (strcmp(at, nodes_address(ns, i)) != 0) {
+				snprintf(error, size,
+					 "moved from %s to %s while its keys were read (a slot "
+					 "moved, "
+					 "or the master failed over): list again",
+					 at, nodes_address(ns, i));
 				reply_free(r);
 				return -1;
 			}

@@ -516,3 +516,20 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	run rcli_on b exists job
 	assert_output 1
 }
+
+@test "--list whose server sends a key's read elsewhere (a slot moved): 69, never a list short of a lock" {
+	redis_start a
+	redis_start_tcp b
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 30s job -c "echo ready > $dir/held; exec sleep 30" &
+	holder=$!
+	wait_until 5 test -s "$dir/held"
+	# Each GETRANGE is sent to b, which holds no such key: the lock on a would drop out of the
+	# list, and the next SCAN would read b's keys with a's cursor.
+	relay_set a "answer-to GETRANGE MOVED 1234 127.0.0.1:$(redis_port b)"
+	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" --list
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: cannot list the locks on 127.0.0.1:$(redis_port b): moved from $(relay_sock a) to 127.0.0.1:$(redis_port b) while its keys were read (a slot moved, or the master failed over): list again"
+	kill "$holder"
+	reap "$holder"
+}

@@ -30,6 +30,10 @@ it writes, so while traffic flows, `echo MODE > FILE.tmp && mv FILE.tmp FILE` is
     refuse      new connections are accepted and closed at once; open ones are closed
     answer TEXT each request is answered by the relay with the error -TEXT (a cluster's
                 -TRYAGAIN, say) and never reaches the server
+    answer-to COMMAND TEXT
+                as answer, for the requests of COMMAND (GETRANGE, say) only; the others
+                pass. (The answers go out at once: a client that sends one of these behind
+                another request still to be answered would see them out of order.)
 
 A mode applies to the bytes that arrive while it is in force. When either side of a
 connection hangs up, what is already on its way (held replies included) is written out, then
@@ -72,6 +76,8 @@ def read_mode(path):
         return (words[0],)
     if len(words) >= 2 and words[0] == "answer":
         return ("answer", " ".join(words[1:]))
+    if len(words) >= 3 and words[0] == "answer-to":
+        return ("answer-to", words[1].upper(), " ".join(words[2:]))
     if len(words) == 2 and words[0] == "delay":
         try:
             ms = float(words[1])
@@ -244,7 +250,7 @@ class Relay:
             log(f"#{pair.number} {pair.side(sock)} hung up")
             return
         mode = self.mode[0]
-        if sock is pair.client and mode != "answer" and pair.unanswered:
+        if sock is pair.client and mode not in ("answer", "answer-to") and pair.unanswered:
             data = bytes(pair.unanswered) + data  # the rest of a request begun in mode answer
             pair.unanswered.clear()
         if mode == "blackhole":
@@ -252,6 +258,8 @@ class Relay:
             log(f"#{pair.number} {what} swallowed: {len(data)} bytes")
         elif sock is pair.client and mode == "answer":
             self.answer(pair, data)
+        elif sock is pair.client and mode == "answer-to":
+            self.answer(pair, data, only=self.mode[1])
         elif sock is pair.client and mode == "hold" and pair.number <= self.hold_upto:
             pair.held_requests += data
             log(f"#{pair.number} request held: {len(data)} bytes")
@@ -275,19 +283,27 @@ class Relay:
         else:
             self.send(pair, pair.client, data)
 
-    def answer(self, pair, data):
-        """Mode answer: each whole request in data (after what came before) gets the error."""
+    def answer(self, pair, data, only=None):
+        """Modes answer and answer-to: each whole request in data (after what came before) gets
+        the error, or, with `only`, those of that command do and the others go on."""
+        text = self.mode[-1]
         pair.unanswered += data
         pos, count = 0, 0
         while pos < len(pair.unanswered):
             end = reply_end(pair.unanswered, pos)
             if end is None:
                 break
-            pos, count = end, count + 1
+            request = bytes(pair.unanswered[pos:end])
+            # "*N\r\n$LEN\r\nCOMMAND\r\n...": the command is the third line
+            if only and request.split(b"\r\n")[2].decode(errors="replace").upper() != only:
+                self.send(pair, pair.upstream, request)
+            else:
+                self.send(pair, pair.client, f"-{text}\r\n".encode())
+                count += 1
+            pos = end
         del pair.unanswered[:pos]
         if count:
-            self.send(pair, pair.client, f"-{self.mode[1]}\r\n".encode() * count)
-            log(f"#{pair.number} answered -{self.mode[1]}: {count} requests")
+            log(f"#{pair.number} answered -{text}: {count} {only or ''} requests")
 
     def send(self, pair, sock, data):
         pair.out[sock] += data
