@@ -291,20 +291,27 @@ a_lock(const struct lock_state *st)
 	       lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
 }
 
-/* The servers' eviction settings into s, as --status --json gives them: asked of the servers
- * once a listing (*asked), and copied from ev after that. */
+/* The servers' eviction settings into s, as --status --json gives them: asked of each server
+ * the first time it answers a listing's query (asked[i]), and copied from ev[i] after that. */
 static void
 eviction(struct nodes *ns, struct status *s, struct eviction *ev, bool *asked)
 {
-	if (!*asked)
+	bool ask = false;
+
+	for (size_t i = 0; i < s->count; i++)
+		ask = ask || (s->node[i].st.answered && !asked[i]);
+	if (ask) {
 		query_ask_eviction(ns, s);
-	for (size_t i = 0; i < s->count; i++) {
-		if (*asked)
-			s->node[i].ev = ev[i];
-		else
-			ev[i] = s->node[i].ev;
+		for (size_t i = 0; i < s->count; i++) {
+			if (s->node[i].st.answered && !asked[i]) {
+				ev[i] = s->node[i].ev;
+				asked[i] = true;
+			}
+		}
 	}
-	*asked = true;
+	for (size_t i = 0; i < s->count; i++)
+		if (asked[i] && s->node[i].st.answered)
+			s->node[i].ev = ev[i];
 }
 
 int
@@ -314,7 +321,7 @@ query_list(const struct opts *o)
 	struct redis_url m[64];
 	struct names n = { 0 };
 	struct eviction ev[NODES_MAX];
-	bool asked = false;
+	bool asked[NODES_MAX] = { false };
 	char error[400] = "";
 	int64_t timeout = time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
 	size_t listed = 0, unique = 0;
@@ -383,7 +390,7 @@ query_list(const struct opts *o)
 		if (s->decided && a_lock(&s->all)) {
 			listed++;
 			if (o->json) {
-				eviction(ns, s, ev, &asked);
+				eviction(ns, s, ev, asked);
 				query_print_json(stdout, s);
 			} else {
 				text_row(stdout, n.name[k], &s->all);
