@@ -72,16 +72,17 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
 	return a.reply;
 }
 
-/* Whether a string that starts with value (len bytes of it, read up to LOCK_VALUE_MAX - 1) may be
- * a lock's token: of a token's shape, or too long to tell here (the query then reads it). */
+/* Whether a string that starts with value (len bytes of it, read up to LOCK_VALUE_MAX) may be a
+ * lock's token: of a token's shape, and no longer than redlock-run writes one (a large value,
+ * which the query's script would copy whole, is passed over here). */
 static bool
 may_be_token(const char *value, size_t len)
 {
 	char host[LOCK_HOLDER_MAX], token[LOCK_VALUE_MAX];
 	long pid;
 
-	if (len >= LOCK_VALUE_MAX - 1)
-		return true;
+	if (len >= LOCK_VALUE_MAX)
+		return false;
 	memcpy(token, value, len);
 	token[len] = '\0';
 	return lock_parse_holder(token, host, sizeof(host), &pid) == 0;
@@ -90,9 +91,9 @@ may_be_token(const char *value, size_t len)
 /*
  * Adds to *n those of keys (a page of SCAN's strings on node i) whose values may be tokens: a
  * Redis that locks share with a cache holds many other strings, and asking each one's query
- * cost a round trip and a script. GETRANGE reads no more of a value than a token can be, and
- * NODES_ASKS_MAX of them are out at a time. Only what cannot be a token is passed over. 0, or -1
- * with error set.
+ * cost a round trip and a script. GETRANGE reads a byte more of a value than a token can be,
+ * and NODES_ASKS_MAX of them are out at a time. Only what cannot be a token is passed over. 0, or
+ * -1 with error set.
  */
 static int
 add_tokens(struct nodes *ns, size_t i, const struct reply *keys, int64_t timeout, struct names *n,
@@ -101,7 +102,7 @@ add_tokens(struct nodes *ns, size_t i, const struct reply *keys, int64_t timeout
 	size_t count = reply_count(keys), sent = 0, read = 0;
 	char last[24];
 
-	snprintf(last, sizeof(last), "%d", LOCK_VALUE_MAX - 2);
+	snprintf(last, sizeof(last), "%d", LOCK_VALUE_MAX - 1);
 	while (read < count) {
 		struct answer a;
 		size_t len;
