@@ -104,7 +104,7 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 			read_line(reply_element(r, 1), st);
 		return out;
 	}
-	if (foreign(l, address, r, ""))
+	if ((st->foreign = foreign(l, address, r, "")))
 		return -1;
 	if (reply_type(r) == REPLY_ARRAY && reply_count(r) >= 4 &&
 	    reply_type(reply_element(r, 0)) == REPLY_INTEGER)

@@ -292,6 +292,17 @@ a_lock(const struct lock_state *st)
 	       lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
 }
 
+/* Whether a server said that the key holds something redlock-run did not write (one of a
+ * lock's helper keys, say): no lock, whatever the others said. */
+static bool
+foreign_somewhere(const struct status *s)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (s->node[i].st.foreign)
+			return true;
+	return false;
+}
+
 /* The servers' eviction settings into s, as --status --json gives them: asked of each server
  * the first time it answers a listing's query (asked[i]), and copied from ev[i] after that. */
 static void
@@ -388,7 +399,15 @@ query_list(const struct opts *o)
 		if (!s || lock_init(&l, n.name[k], o->ttl) < 0)
 			msg_fatal(STATUS_OSERR, "cannot set up the list");
 		query_ask(s, &l, ns, o->connect_timeout);
-		if (s->decided && a_lock(&s->all)) {
+		if (!s->decided && !foreign_somewhere(s)) {
+			/* It may be held: said, and the list is not the whole truth (69). */
+			msg_error("%s", l.error);
+			status = STATUS_UNAVAILABLE;
+			if (o->json) {
+				eviction(ns, s, ev, asked);
+				query_print_json(stdout, s);
+			}
+		} else if (s->decided && a_lock(&s->all)) {
 			listed++;
 			if (o->json) {
 				eviction(ns, s, ev, asked);

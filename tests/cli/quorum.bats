@@ -432,6 +432,23 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	wait "$holder" || true
 }
 
+@test "--list with a lock it cannot tell (a server frozen): said, 69, never a list without it" {
+	# Held by another host on q1 and q2, not on q3 (as after a restart), and q2 frozen: one
+	# holding server answers, one free one, and one that may hold it does not.
+	rcli_on q1 set job "$OTHER" px 60000 >/dev/null
+	rcli_on q2 set job "$OTHER" px 60000 >/dev/null
+	node_freeze 2
+	run --separate-stderr "$RR" --connect-timeout 500ms --list
+	assert_equal "$status" 69
+	[[ $stderr == *"cannot tell whether job is held: it is on 1 of the 2 nodes that answered, and 1 did not"* ]]
+	run --separate-stderr "$RR" --connect-timeout 500ms --list --json
+	assert_equal "$status" 69
+	echo "$output" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.readline())
+assert o["key"] == "job" and o["held"] is None, o'
+	node_thaw 2
+}
+
 @test "--break with 2 servers of 3 frozen: 69, and a warning that it may still land there" {
 	wait_until 5 nodes_old 2 1 2 3
 	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" 2>"$dir/holder.err" &
