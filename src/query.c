@@ -529,7 +529,10 @@ report(const struct opts *o, bool *taken)
 	}
 	*taken = s->decided && (s->all.held || s->all.holders > 0);
 	if (s->decided) {
-		status = s->all.held ? o->conflict_status : 0;
+		/* With -s: whether a shared holder could get in, which it cannot past an
+		 * exclusive waiter (newcomers wait behind it). */
+		bool behind = o->shared && s->all.waiting > s->all.waiting_shared;
+		status = s->all.held || behind ? o->conflict_status : 0;
 	} else {
 		msg_error("%s", l.error);
 		status = STATUS_UNAVAILABLE;

@@ -452,7 +452,7 @@ assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
 	run -0 "$RR" -s -l 1 mix -- echo "shared, of one"
 }
 
-@test "--status on a shared lock: every holder, the mode; 75, or 0 asked with -s" {
+@test "--status on a shared lock: every holder, the mode; 75, or 0 asked with -s unless one waits to hold it alone" {
 	local pids=() i
 	for i in 1 2; do
 		"$RR" -s shared -- sh -c 'touch "$1/held.$$"; exec sleep 30' sh "$dir" &
@@ -467,6 +467,14 @@ assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
 	assert_output --partial '"held": true'
 	assert_output --partial '"mode": "shared", "limit": null, "holders": [{"host": '
 	assert_output --regexp '"holders": \[\{[^]]*\}, \{[^]]*\}\]'
+	# An exclusive waiter in line: shared newcomers wait behind it, and -s says so.
+	"$RR" shared -- true &
+	local exclusive=$!
+	wait_until 5 line_length shared 1
+	run -75 "$RR" -s -n shared -- echo never
+	run -75 "$RR" --status -s shared
+	kill "$exclusive"
+	reap "$exclusive"
 	kill "${pids[@]}"
 	for i in "${pids[@]}"; do wait "$i" || true; done
 }
