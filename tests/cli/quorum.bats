@@ -455,9 +455,10 @@ assert o["key"] == "job" and o["held"] is None, o'
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	wait_until 5 held_on q3 job
-	# (The servers know the break's script from a break before, as they do once any was
-	# run: what they then find queued is the script itself, not a NOSCRIPT to answer.)
-	"$RR" --break --yes other >/dev/null
+	# (The servers have never run a break: what they find queued is the script itself, not
+	# an EVALSHA they would refuse with NOSCRIPT.)
+	rcli_on q2 script flush >/dev/null
+	rcli_on q3 script flush >/dev/null
 	node_freeze 2
 	node_freeze 3
 	run --separate-stderr "$RR" --connect-timeout 500ms --break --yes job
