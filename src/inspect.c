@@ -225,24 +225,27 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 }
 
 int
-lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
-	   struct lock_state *st)
+lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *skip,
+	   struct lock_state *node, struct lock_state *st)
 {
 	const char *args[4] = { l->key, l->fence_key, l->waiting_key, l->queue_key };
 	struct call call;
 	struct answer a;
 
+	call_init(&call, &script_query, 4, 4, args);
 	for (size_t i = 0; i < nodes_count(ns); i++) {
 		memset(&node[i], 0, sizeof(node[i]));
 		node[i].fence = -1;
 		node[i].held_for = -1;
-		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
-			 nodes_address(ns, i));
+		node[i].silent = true;
+		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time%s",
+			 nodes_address(ns, i), skip && skip[i] ? " (nor before)" : "");
+		if (!skip || !skip[i])
+			call_send(ns, i, &call, deadline, -1, false);
 	}
-	call_init(&call, &script_query, 4, 4, args);
-	call_send_all(ns, &call, deadline, -1);
 	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_state *s = &node[a.node];
+		s->silent = a.result == CONN_TIMEOUT;
 		if (a.result != CONN_OK) {
 			snprintf(s->error, sizeof(s->error), "%s", nodes_error(ns, a.node));
 			continue;

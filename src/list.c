@@ -333,7 +333,7 @@ query_list(const struct opts *o)
 	struct redis_url m[64];
 	struct names n = { 0 };
 	struct eviction ev[NODES_MAX];
-	bool asked[NODES_MAX] = { false };
+	bool asked[NODES_MAX] = { false }, silent[NODES_MAX] = { false };
 	char error[400] = "";
 	int64_t timeout = time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
 	size_t listed = 0, unique = 0;
@@ -398,7 +398,11 @@ query_list(const struct opts *o)
 		struct lock l;
 		if (!s || lock_init(&l, n.name[k], o->ttl) < 0)
 			msg_fatal(STATUS_OSERR, "cannot set up the list");
-		query_ask(s, &l, ns, o->connect_timeout);
+		query_ask(s, &l, ns, o->connect_timeout, silent);
+		/* A server that sat on one query (frozen) is not waited for again: each lock
+		 * would cost the whole timeout. */
+		for (size_t i = 0; i < s->count; i++)
+			silent[i] = silent[i] || s->node[i].st.silent;
 		if (!s->decided && !foreign_somewhere(s)) {
 			/* It may be held: said, and the list is not the whole truth (69). */
 			msg_error("%s", l.error);

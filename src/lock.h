@@ -179,6 +179,7 @@ enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t 
 struct lock_state {
 	bool answered; /* a node's state: it answered (else error says why) */
 	bool foreign;  /* it answered that KEY holds something redlock-run did not write */
+	bool silent;   /* it did not answer in time (else it answered, or failed at once) */
 	char error[300];
 	bool held;                   /* no one else can take it now (a semaphore: all N are; a
 				      * shared lock: any holder is, unless we would share it) */
@@ -211,10 +212,11 @@ struct lock_state {
 };
 
 /* Asks every node who holds the lock, without touching it: each node's view into node[i] (one
- * per node), the quorum's into *st. 0, or -1 with l->error set when the quorum's view cannot
- * be told (too few answered). */
-int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, struct lock_state *node,
-	       struct lock_state *st);
+ * per node), the quorum's into *st. A node with skip[i] (skip may be NULL) is not asked: it
+ * counts as silent. 0, or -1 with l->error set when the quorum's view cannot be told (too few
+ * answered). */
+int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *skip,
+	       struct lock_state *node, struct lock_state *st);
 
 /* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
  * release has ":kept" after them); -1 for any other value. */

@@ -483,7 +483,8 @@ query_ask_eviction(struct nodes *ns, struct status *s)
 }
 
 bool
-query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout)
+query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout,
+	  const bool *skip)
 {
 	struct lock_state node[NODES_MAX];
 	bool any = false;
@@ -493,8 +494,8 @@ query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_ti
 	s->quorum = nodes_quorum(ns);
 	/* Nothing answered yet: a server that does not answer within --connect-timeout is not
 	 * there. */
-	s->decided = lock_query(l, ns, clock_now() + time_min(l->io_timeout, connect_timeout), node,
-				&s->all) == 0;
+	s->decided = lock_query(l, ns, clock_now() + time_min(l->io_timeout, connect_timeout), skip,
+				node, &s->all) == 0;
 	for (size_t i = 0; i < s->count; i++) {
 		s->node[i].address = nodes_address(ns, i);
 		s->node[i].role = nodes_role(ns, i);
@@ -518,7 +519,7 @@ report(const struct opts *o, bool *taken)
 	if (!s || lock_init(&l, o->key, o->ttl) < 0 || !(ns = nodes_new(o->urls, o->nurls)))
 		msg_fatal(STATUS_OSERR, "cannot set up the query");
 	l.shared = o->shared; /* whether shared holders keep us out */
-	any = query_ask(s, &l, ns, o->connect_timeout);
+	any = query_ask(s, &l, ns, o->connect_timeout, NULL);
 	/* What the nodes that answered said is worth showing, even when it decides nothing. */
 	if (any) {
 		query_ask_eviction(ns, s);

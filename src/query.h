@@ -62,9 +62,10 @@ struct status {
 };
 
 /* Asks every node who holds l's lock (lock_query) into *s, by connect_timeout for a server that
- * has not answered yet: whether any node answered (s->decided: whether the quorum's view
- * could be told). */
-bool query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout);
+ * has not answered yet, but those with skip[i] (skip may be NULL): whether any node answered
+ * (s->decided: whether the quorum's view could be told). */
+bool query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_timeout,
+	       const bool *skip);
 
 /* Reads the eviction settings of every node of s that answered from INFO memory, and whether it
  * is a replica from ROLE, into s; leaves a node's empty when it refuses (managed services and

@@ -449,6 +449,27 @@ assert o["key"] == "job" and o["held"] is None, o'
 	node_thaw 2
 }
 
+@test "--list with a server frozen waits for it once, not once a lock" {
+	local k i
+	for k in a b c d; do
+		for i in 1 2 3; do
+			rcli_on "q$i" set "job-$k" "$OTHER" px 60000 >/dev/null
+		done
+	done
+	rcli_on q2 config resetstat >/dev/null
+	node_freeze 2
+	run --separate-stderr "$RR" --connect-timeout 500ms --list
+	assert_success
+	assert_equal "${#lines[@]}" 5
+	[[ $stderr == *"cannot list the locks on 127.0.0.1:$(redis_port q2): no reply"* ]]
+	# What went to q2 waits there: once it has thawed and served it all, it ran one query.
+	node_thaw 2
+	served() { [[ $(rcli_on q2 info clients | sed -n 's/^connected_clients:\([0-9]*\).*/\1/p') == 1 ]]; }
+	wait_until 10 served
+	assert_equal "$(rcli_on q2 info commandstats |
+		awk -F '[:=,]' '/^cmdstat_eval(sha)?:/ { n += $3 + $9 } END { print n + 0 }')" 1
+}
+
 @test "--break with 2 servers of 3 frozen: 69, and a warning that it may still land there" {
 	wait_until 5 nodes_old 2 1 2 3
 	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" 2>"$dir/holder.err" &

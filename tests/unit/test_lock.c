@@ -99,7 +99,7 @@ main(void)
 
 	/* Who holds it, asked without touching it. */
 	struct lock_state st;
-	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, node, &st), 0);
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, NULL, node, &st), 0);
 	CHECK(!st.held);
 	CHECK_INT(st.fence, -1);
 
@@ -114,7 +114,7 @@ main(void)
 	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
 	CHECK(atoi(pttl) > 9000 && atoi(pttl) <= 10000);
 
-	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, node, &st), 0);
+	CHECK_INT(lock_query(&b, cb, clock_now() + NS_PER_S, NULL, node, &st), 0);
 	CHECK(st.held);
 	CHECK_STR(st.value, a.value);
 	CHECK(st.ttl > 9 * NS_PER_S && st.ttl <= 10 * NS_PER_S);
@@ -249,7 +249,7 @@ main(void)
 	lock_free(&a);
 	CHECK_INT(lock_init(&a, "frozen", 10 * NS_PER_S), 0);
 	a.io_timeout = 150 * NS_PER_MS;
-	CHECK_INT(lock_query(&a, ca, clock_now() + NS_PER_S, node, &st), 0); /* connected */
+	CHECK_INT(lock_query(&a, ca, clock_now() + NS_PER_S, NULL, node, &st), 0); /* connected */
 	redis_fixture_freeze(&server);
 	struct thaw_later when = { clock_now() + 500 * NS_PER_MS };
 	pthread_t thawer;
@@ -291,7 +291,7 @@ main(void)
 	CHECK(b.fence > a.fence);
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_BUSY);
 	CHECK(strcmp(c.holder, a.value) == 0 || strcmp(c.holder, b.value) == 0); /* same ms */
-	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, NULL, one, &sem), 0);
 	CHECK(sem.held);
 	CHECK_INT(sem.limit, 2);
 	CHECK_INT(sem.holders, 2);
@@ -330,11 +330,11 @@ main(void)
 	CHECK_INT(lock_acquire(&a, ca, 0, -1), LOCK_ACQUIRED);
 	CHECK_INT(lock_acquire(&b, cb, 0, -1), LOCK_ACQUIRED);
 	CHECK_INT(b.holders, 2);
-	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, NULL, one, &sem), 0);
 	CHECK(sem.held && sem.shared && sem.limit == 0);
 	CHECK_INT(sem.holders, 2);
 	c.shared = true;
-	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, one, &sem), 0);
+	CHECK_INT(lock_query(&c, cc, clock_now() + NS_PER_S, NULL, one, &sem), 0);
 	CHECK(!sem.held); /* a shared one could get in */
 	c.shared = false;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_BUSY);
