@@ -156,7 +156,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	const char *argv[4] = { "BLPOP" };
 	size_t lens[4];
 	struct command blpop = { 1, argv, lens, false };
-	bool pipeline, refused = false, woken = false, retire = false;
+	bool pipeline, refused = false, woken = false, retire = false, silence = false;
 	struct answer a;
 	enum conn_result res;
 
@@ -227,6 +227,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 				/* Once in a log; every second, as the rest, on a terminal. */
 				show_silence(l, ns, q, now + block);
 				silent_at = msg_progress_live() ? t + NS_PER_S : TIME_NEVER;
+				silence = true;
 			}
 			if (t >= nudge_at) {
 				for (size_t i = 0; i < nodes_count(ns); i++)
@@ -260,6 +261,10 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			break; /* no node is left waiting: the next attempt reconnects */
 		if (a.result != CONN_OK)
 			continue; /* that node's connection broke; the others still wait */
+		if (silence) {
+			msg_info("%s answers again", nodes_address(ns, a.node));
+			silence = false;
+		}
 		if (reply_type(a.reply) == REPLY_NIL && !q->pipelined) {
 			/* Timed out by that server: the others, due at the same time, are given a
 			 * tick to say so too, and keep their connections. */

@@ -333,6 +333,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	cat "$dir/err" >&2
 	assert_equal "$status" 0
 	assert_equal "$(cat "$dir/out")" ran
+	grep -q "^redlock-run: $(redis_sock a) answers again$" "$dir/err"
 	waiter=
 	reap "$holder"
 }
