@@ -263,11 +263,9 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 			 strcmp(lock_discipline_of(st->value), "latest") == 0 ? "latest"
 									      : "exclusive");
 	lock_describe_holder(st->value, holder, sizeof(holder));
+	snprintf(who, sizeof(who), "%s%s", holder, lock_value_kept(st->value) ? " (kept)" : "");
 	if ((st->shared || st->limit) && st->holders > 1)
-		snprintf(who, sizeof(who), "%s +%zu", holder, st->holders - 1);
-	else
-		snprintf(who, sizeof(who), "%s%s", holder,
-			 lock_value_kept(st->value) ? " (kept)" : "");
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), " +%zu", st->holders - 1);
 	if (st->held_for >= 0)
 		duration_format(st->held_for, taken, sizeof(taken));
 	if (st->ttl >= 0)

@@ -400,6 +400,10 @@ assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
 	# The kept place counts: one is left, then none.
 	run -0 "$RR" -l 2 --min-hold 30s -n sem -- true
 	run -75 "$RR" -l 2 -n sem -- echo never
+	if [ -z "${REDLOCK_TEST_AS_LOCKER:-}" ]; then
+		run -0 "$RR" --list
+		assert_line --index 1 --regexp "^sem +limit 2 +$(hostname):[0-9]+ \(kept\) \+1 "
+	fi
 	run -0 "$RR" -s --min-hold 30s readers -- true
 	run -75 "$RR" --status readers
 	assert_output --regexp "^readers is held shared by 1: $(hostname):[0-9]+ \(kept\) for another "
