@@ -752,7 +752,10 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 					   connect_timeout);
 	}
 
-	if (o->list && (o->status || o->brk || shell_string || optind + 1 < argc))
+	if (o->list && (o->status || o->brk))
+		return usage_error(err, size, "--list and %s: one or the other",
+				   o->status ? "--status" : "--break");
+	if (o->list && (shell_string || optind + 1 < argc))
 		return usage_error(err, size, "--list takes a PATTERN at most, and no COMMAND");
 	if (o->list && optind >= argc)
 		o->key = "*"; /* every lock */

@@ -99,6 +99,8 @@ main(void)
 	REFUSED("-c requires exactly one command argument", "k", "-c");
 	REFUSED("-c and a COMMAND cannot be given together", "-c", "x", "k", "y");
 	REFUSED("-c requires exactly one command argument", "-c", "x", "k", "-c", "y");
+	REFUSED("--list and --status: one or the other", "--status", "--list", "k");
+	REFUSED("--list and --break: one or the other", "--list", "--break");
 	REFUSED("-c requires exactly one command argument", "-c", "x", "-c", "y", "k");
 	REFUSED("-c requires exactly one command argument", "--command", "x", "-c", "y", "k");
 
@@ -235,7 +237,7 @@ main(void)
 	CHECK_STR(o.key, "ci:deploy:*");
 	DONE();
 	REFUSED("--list takes a PATTERN at most, and no COMMAND", "--list", "a*", "true");
-	REFUSED("--list takes a PATTERN at most, and no COMMAND", "--list", "--status", "a");
+	REFUSED("--list and --status: one or the other", "--list", "--status", "a");
 	CHECK_INT(PARSE("--break", "--yes", "job"), OPTS_RUN);
 	CHECK(o.brk && o.yes && o.command == NULL);
 	DONE();
