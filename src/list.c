@@ -177,14 +177,12 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 				reply_free(r);
 				return -1;
 			}
-			/* A cursor is one server's: one that moved on (a cluster's -MOVED to a
-			 * GETRANGE, a Sentinel's failover) would read another's keyspace with it.
-			 */
+			/* A cursor is one server's: one that moved on (a -MOVED to a GETRANGE, a
+			 * Sentinel's failover) would read another's keyspace with it. */
 			if (strcmp(at, nodes_address(ns, i)) != 0) {
 				snprintf(error, size,
 					 "moved from %s to %s while its keys were read (a slot "
-					 "moved, "
-					 "or the master failed over): list again",
+					 "moved, or the master failed over): list again",
 					 at, nodes_address(ns, i));
 				reply_free(r);
 				return -1;
