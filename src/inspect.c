@@ -50,6 +50,7 @@ read_semaphore(struct lock *l, const char *address, const struct reply *r, struc
 	if (st->holders) {
 		snprintf(st->value, sizeof(st->value), "%s", st->holder[0].value);
 		st->ttl = st->holder[0].ttl;
+		st->kept = st->held && lock_value_kept(st->value); /* of the first, as its value */
 	}
 	return 0;
 }

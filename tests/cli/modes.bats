@@ -390,8 +390,10 @@ line_length() { [[ $(rcli zcard "{$1}:waiting") == "$2" ]]; }
 	assert_output --regexp "^sem is held by 1 of 2 \(a semaphore\): $(hostname):$pid \(kept\) for another [0-9.]+s "
 	run -0 "$RR" --status --json sem
 	echo "$output" | python3 -c 'import json, sys
-h = json.load(sys.stdin)["holders"]
-assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
+o = json.load(sys.stdin)
+h = o["holders"]
+assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h
+assert not o["held"] and not o["kept"] and o["token"] is None, o'
 	# (--list needs SCAN, which the least-privilege user of the -acl runs may not use.)
 	if [ -z "${REDLOCK_TEST_AS_LOCKER:-}" ]; then
 		run -0 "$RR" --list
@@ -400,6 +402,11 @@ assert len(h) == 1 and h[0]["kept"] is True and h[0]["process"] is None, h'
 	# The kept place counts: one is left, then none.
 	run -0 "$RR" -l 2 --min-hold 30s -n sem -- true
 	run -75 "$RR" -l 2 -n sem -- echo never
+	# Full: the top-level fields tell of its first holder, kept as well.
+	run -75 "$RR" --status --json sem
+	echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+assert o["held"] and o["kept"] and o["token"] == o["holders"][0]["token"], o'
 	if [ -z "${REDLOCK_TEST_AS_LOCKER:-}" ]; then
 		run -0 "$RR" --list
 		assert_line --index 1 --regexp "^sem +limit 2 +$(hostname):[0-9]+ \(kept\) \+1 "
