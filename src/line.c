@@ -149,7 +149,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 {
 	int64_t now = clock_now();
 	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
-	int64_t block, end, due, timed_out = -1, nudge_at, silent_at, step = NS_PER_MS;
+	int64_t block, end, due, timed_out = -1, nudge_at, overdue, silent_at, step = NS_PER_MS;
 	char seconds[32];
 	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the
 	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
@@ -203,7 +203,8 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	 * answers, it is nudged (see conn_nudge). */
 	nudge_at = now + block + NS_PER_MS;
 	/* A second past that, a server that has not answered is said to be silent (-v). */
-	silent_at = msg_verbose() ? now + block + NS_PER_S : TIME_NEVER;
+	overdue = now + block + NS_PER_S;
+	silent_at = msg_verbose() ? overdue : TIME_NEVER;
 	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
@@ -237,7 +238,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 				nudge_at = t + step;
 				continue;
 			}
-			if (t < now + block + NS_PER_S)
+			if (t < overdue)
 				show_wait(l, q,
 					  l->holder_ttl >= 0
 						  ? time_max(l->holder_ttl - (t - now), 0)
