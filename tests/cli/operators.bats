@@ -338,6 +338,13 @@ print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])'
 	assert_equal "${#lines[@]}" 2
 	touch "$dir/go"
 	wait "$holder"
+	# No server to list: no line that could pass for "no locks held", in text or JSON, and 69.
+	quorum_stop
+	run -69 --separate-stderr "$RR" --list
+	assert_output ""
+	[[ $stderr == *"cannot list the locks on 127.0.0.1:"* ]]
+	run -69 --separate-stderr "$RR" --list --json
+	assert_output ""
 }
 
 @test "--break on a terminal says what it would break and asks: no keeps the lock (1), yes breaks it" {
