@@ -184,7 +184,8 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "%lld", (long long)(st->held_for / NS_PER_MS));
 	else
 		fputs("null", out);
-	process = st->held && !st->limit && !st->shared && !st->kept ? process_of(st->value) : NULL;
+	/* (Of a full semaphore, or a lock held shared, its first holder's: see read_semaphore.) */
+	process = st->held && !st->kept ? process_of(st->value) : NULL;
 	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
 	if (process)
 		fprintf(out, "\"%s\"", process);
@@ -270,11 +271,16 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 	else
 		fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
 			st->limit);
-	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
+	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++) {
+		const char *value = st->holder[i].value, *process = process_of(value);
+		bool kept = lock_value_kept(value);
 		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
-			lock_describe_holder(st->holder[i].value, who, sizeof(who)),
-			lock_value_kept(st->holder[i].value) ? " (kept)" : "",
+			lock_describe_holder(value, who, sizeof(who)),
+			kept                                      ? " (kept)"
+			: process && strcmp(process, "gone") == 0 ? " (gone)"
+								  : "",
 			duration_format(st->holder[i].ttl, left, sizeof(left)));
+	}
 	if (st->holders > LOCK_STATE_HOLDERS)
 		fprintf(out, " and %zu more", st->holders - LOCK_STATE_HOLDERS);
 	if (st->fence >= 0)

@@ -129,6 +129,37 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
 }
 
+@test "--status of a semaphore or shared lock whose holder's process is gone: marked, in text and JSON" {
+	local mode key pid status
+	for mode in -s "-l 2"; do
+		key=k${mode// /}
+		# shellcheck disable=SC2086 # (the mode is words)
+		"$RR" $mode -t 30s "$key" -c "echo ready > $dir/$key; exec sleep 60" &
+		pid=$!
+		wait_until 5 test -s "$dir/$key"
+		kill -KILL "$pid"
+		wait "$pid" || true
+		# (A semaphore with a place left counts as free, a lock held shared as held.)
+		status=0
+		[[ $mode != -s ]] || status=75
+		run -"$status" "$RR" --status "$key"
+		assert_output --regexp "^$key is held (by 1 of 2 \(a semaphore\)|shared by 1): $(hostname):$pid \(gone\) for another [0-9.]+s "
+		run -"$status" "$RR" --status --json "$key"
+		echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+assert o["holders"][0]["process"] == "gone", o'
+	done
+	# Full (its second place kept), the top-level fields tell of its first holder, the one
+	# whose lease ends first: its process too.
+	run -0 "$RR" -l 2 -t 40s --min-hold 40s -n k-l2 -- true
+	run -75 "$RR" --status --json k-l2
+	echo "$output" | python3 -c 'import json, sys
+o = json.load(sys.stdin)
+first = o["holders"][0]
+assert first["pid"] == int(sys.argv[1]) and o["token"] == first["token"], o
+assert o["held"] and o["process"] == "gone" and not o["kept"], o' "$pid"
+}
+
 @test "--status lists who waits, exclusive and shared, and how many" {
 	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
