@@ -331,7 +331,7 @@ query_list(const struct opts *o)
 	struct eviction ev[NODES_MAX];
 	bool asked[NODES_MAX] = { false }, silent[NODES_MAX] = { false };
 	char error[400] = "";
-	int64_t timeout = time_max(LOCK_IO_TIMEOUT, o->connect_timeout);
+	int64_t timeout = o->connect_timeout; /* for each reply, as --status waits */
 	size_t listed = 0, unique = 0;
 	int status = 0, count;
 

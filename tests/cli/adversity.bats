@@ -518,6 +518,24 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_output 1
 }
 
+@test "--list waits for a reply no longer than --connect-timeout, as --status does" {
+	redis_start a
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 30s job -c "echo ready > $dir/held; exec sleep 30" &
+	holder=$!
+	wait_until 5 test -s "$dir/held"
+	# Every reply comes 2.5 s late: past a 300ms wait for it, whatever the machine's load.
+	relay_set a "delay 2500"
+	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" --connect-timeout 300ms --status job
+	assert_equal "$status" 69
+	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" --connect-timeout 300ms --list
+	assert_equal "$status" 69
+	assert_output ""
+	assert_equal "$stderr" "redlock-run: cannot list the locks: no reply from $(relay_sock a) in time"
+	kill "$holder"
+	reap "$holder"
+}
+
 @test "--list whose server sends a key's read elsewhere (a slot moved): 69, never a list short of a lock" {
 	redis_start a
 	redis_start_tcp b
