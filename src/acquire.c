@@ -297,13 +297,22 @@ earlier_first(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* How many nodes have yet to answer the request. */
+static size_t
+outstanding(const struct nodes *ns)
+{
+	size_t pending = 0;
+
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		pending += nodes_outstanding(ns, i);
+	return pending;
+}
+
 static enum verdict
 verdict(const struct nodes *ns, struct round *rd)
 {
-	size_t n = nodes_count(ns), q = nodes_quorum(ns), pending = 0, foreign;
+	size_t n = nodes_count(ns), q = nodes_quorum(ns), pending = outstanding(ns), foreign;
 
-	for (size_t i = 0; i < n; i++)
-		pending += nodes_outstanding(ns, i);
 	foreign = rd->held + rd->refused + rd->failed + pending;
 	if (rd->yes < q && rd->young && rd->yes + rd->young >= q &&
 	    (foreign == 0 || foreign + rd->young < q)) {
@@ -437,7 +446,7 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
 static enum attempt_outcome
 attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
 {
-	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
+	size_t n = nodes_count(ns), none = n - nodes_quorum(ns), pending;
 	char took[32], lease[32];
 	struct call call;
 	struct answer a;
@@ -479,6 +488,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		give_back(l, ns, rd);
 		return ATTEMPT_REFUSED;
 	}
+	pending = outstanding(ns); /* (before give_back, which waits for none of them) */
 	if (verdict(ns, rd) == VERDICT_YES) {
 		valid = round_valid(ns, rd);
 		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
@@ -547,6 +557,11 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	}
 	if (rd->held + rd->refused > none)
 		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+	/* A server down (or silent) and the lock held on others: had its holder let go, the
+	 * servers that answered, or have yet to, could have made a quorum. It is the holder that
+	 * keeps us out, not the outage: busy, and waited for in line. */
+	if (rd->held && rd->yes + rd->young + rd->held + pending >= nodes_quorum(ns))
+		return ATTEMPT_HELD;
 	set_quorum_error(l, ns, &rd->why);
 	return ATTEMPT_NO_QUORUM;
 }
