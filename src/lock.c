@@ -761,7 +761,7 @@ lock_hold_left(const struct lock *l, int64_t now)
 enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
-	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0;
+	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0, holding = 0, not_ours = 0;
 	bool retried[NODES_MAX] = { false };
 	char lost_why[sizeof(l->error)] = "";
 	char ttl[32];
@@ -777,6 +777,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	 * minute at most (the holder's exit waits for it). */
 	int64_t due = time_max(deadline, time_min(l->valid_until, time_add(start, LOCK_OUTAGE)));
 
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		holding += nodes_holds(ns, i);
 	/* Rounded up: never shorter than --min-hold. */
 	release_call(l, (long long)((left + NS_PER_MS - 1) / NS_PER_MS), &call);
 	call_send_all(ns, &call, due, intr_fd);
@@ -815,6 +817,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 			} else {
 				yes += got == 1;
 				unconfirmed += retried[i] && got <= 0;
+				/* (A server that never held it says nothing of its loss.) */
+				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);
 			}
 			/* Once a quorum answered, the rest get a moment (twice what the quorum
 			 * took), not the whole deadline: one frozen node does not hold up the
@@ -859,7 +863,9 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	}
 	if (nodes_verdict(ns, yes + unconfirmed, 0) == VERDICT_YES)
 		return LOCK_RELEASE_UNCONFIRMED;
-	if (answered >= nodes_quorum(ns))
+	/* Gone only when the servers that held it and found it gone leave too few that may
+	 * hold it still: one that did not answer (frozen, down) held it, for all we know. */
+	if (answered >= nodes_quorum(ns) && holding < not_ours + nodes_quorum(ns))
 		return LOCK_RELEASE_GONE;
 	set_quorum_error(l, ns, &why);
 	return LOCK_RELEASE_FAILED;

@@ -217,6 +217,19 @@ matrix() {
 	grep -q "renewing job: no reply from 127.0.0.1:$(redis_port q3) in time" "$dir/err"
 }
 
+@test "a release one holding server does not answer, while another never held it: no 76" {
+	wait_until 5 nodes_old 2 1 2 3
+	# A leftover of another holder's on q3: the lock is granted by q1 and q2 only.
+	rcli_on q3 set job "$OTHER" px 60000 >/dev/null
+	# q1 freezes as the command ends: the release hears "released" from q2 and "not ours"
+	# from q3, which never held it, and nothing from q1, which still holds it.
+	run --separate-stderr "$RR" -t 3s job -c "kill -STOP $(redis_pid q1)"
+	node_thaw 1
+	assert_equal "$status" 0
+	assert_equal "$stderr" "redlock-run: cannot release job: no quorum (2 of 3 nodes): no reply from 127.0.0.1:$(redis_port q1) in time; it expires within 3s"
+	free_on q2 job
+}
+
 @test "two servers of 3 stop taking renewals: the command dies before the lease lapses on a quorum" {
 	deathwatch_start
 	"$RR" -v -t 1s job -c "echo \$\$ > $dir/pid; exec sleep 10" 2>"$dir/err" &
