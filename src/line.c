@@ -155,7 +155,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
 	const char *argv[4] = { "BLPOP" };
 	size_t lens[4];
-	struct command blpop = { 1, argv, lens, false };
+	struct command blpop = { .argc = 1, .argv = argv, .lens = lens };
 	bool pipeline, refused = false, woken = false, retire = false, silence = false;
 	struct answer a;
 	enum conn_result res;
@@ -198,6 +198,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	argv[blpop.argc++] = seconds;
 	for (int i = 0; i < blpop.argc; i++)
 		lens[i] = strlen(argv[i]);
+	blpop.blocks_until = now + block;
 	/* A server times a blocked client out at its next tick (100 ms apart by default), or
 	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
 	 * answers, it is nudged (see conn_nudge). */

@@ -50,7 +50,7 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
     size_t size, bool *refused)
 {
 	size_t lens[NODES_ARGS_MAX];
-	struct command cmd = { argc, argv, lens, false };
+	struct command cmd = { .argc = argc, .argv = argv, .lens = lens };
 	struct answer a;
 
 	for (int k = 0; k < argc; k++)
@@ -110,7 +110,7 @@ add_tokens(struct nodes *ns, size_t i, const struct reply *keys, int64_t timeout
 		for (; sent < count && sent - read < NODES_ASKS_MAX; sent++) {
 			const char *argv[] = { "GETRANGE", NULL, "0", last };
 			size_t lens[] = { 8, 0, 1, strlen(last) };
-			struct command cmd = { 4, argv, lens, false };
+			struct command cmd = { .argc = 4, .argv = argv, .lens = lens };
 			argv[1] = reply_string(reply_element(keys, sent), &lens[1]);
 			if (!argv[1])
 				argv[1] = "";

@@ -200,7 +200,9 @@ call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline,
 {
 	const char *argv[ARRAY_LEN(call->argv)];
 	size_t lens[ARRAY_LEN(call->lens)];
-	struct command cmd = { call->argc, argv, lens, call->script->writes };
+	struct command cmd = {
+		.argc = call->argc, .argv = argv, .lens = lens, .replicated = call->script->writes
+	};
 
 	memcpy(argv, call->argv, sizeof(argv));
 	memcpy(lens, call->lens, sizeof(lens));

@@ -35,6 +35,8 @@ struct copy {
 	int argc;
 	const char *argv[NODES_ARGS_MAX];
 	size_t lens[NODES_ARGS_MAX];
+	int64_t blocks_until; /* see struct command */
+	char timeout[24];     /* the timeout it is sent again with */
 	char bytes[];
 };
 
@@ -238,6 +240,7 @@ copy_command(const struct command *cmd)
 	if (!(c = malloc(sizeof(*c) + total)))
 		return NULL;
 	c->argc = cmd->argc;
+	c->blocks_until = cmd->blocks_until;
 	p = c->bytes;
 	for (int k = 0; k < cmd->argc; k++) {
 		memcpy(p, cmd->argv[k], cmd->lens[k]);
@@ -246,6 +249,20 @@ copy_command(const struct command *cmd)
 		p += cmd->lens[k];
 	}
 	return c;
+}
+
+/* A copy about to be sent again: a blocking command's timeout is what is left of it. */
+static void
+refresh(struct copy *c)
+{
+	int64_t left;
+
+	if (!c->blocks_until)
+		return;
+	left = time_max(c->blocks_until - clock_now(), NS_PER_MS); /* (0 would block for ever) */
+	snprintf(c->timeout, sizeof(c->timeout), "%.3f", (double)(left / NS_PER_MS) / 1e3);
+	c->argv[c->argc - 1] = c->timeout;
+	c->lens[c->argc - 1] = strlen(c->timeout);
 }
 
 /* Puts a command on connection c, with WAIT behind it when it must be replicated. */
@@ -417,6 +434,7 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 		struct copy *c = n->ask[k].copy;
 		if (!c)
 			return CONN_FAILED;
+		refresh(c);
 		put(ns, n->conn, c->argc, c->argv, c->lens, n->ask[k].replicated);
 	}
 	return CONN_OK;
@@ -528,7 +546,7 @@ static enum take
 ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e, int intr_fd)
 {
 	const struct redis_url *to = cluster_asked(n->cluster, e);
-	const struct copy *c = n->ask[0].copy;
+	struct copy *c = n->ask[0].copy;
 	struct reply *r = NULL;
 	enum conn_result res;
 
@@ -538,6 +556,7 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 		return TAKEN;
 	if ((res = conn_open(n->side, n->deadline, intr_fd)) == CONN_OK) {
 		conn_send(n->side, 1, (const char *[]){ "ASKING" }, (size_t[]){ 6 });
+		refresh(c);
 		put(ns, n->side, c->argc, (const char **)c->argv, c->lens, n->ask[0].replicated);
 		if ((res = conn_recv(n->side, &r, n->deadline, intr_fd)) == CONN_OK) {
 			reply_free(r);

@@ -52,6 +52,10 @@ struct command {
 	const char **argv;
 	const size_t *lens;
 	bool replicated; /* it changes the lock: WAIT follows it (see nodes_replicas) */
+	/* A blocking command (BLPOP) whose last argument is its timeout in seconds: when it
+	 * is sent again (to a slot's new owner, a new master), that timeout is what is left
+	 * until this time (clock_now's; a ms at least), not the whole of it again. 0: none. */
+	int64_t blocks_until;
 };
 
 /*

@@ -412,8 +412,9 @@ read_memory(const char *text, struct eviction *ev)
 bool
 query_eviction_warning(struct nodes *ns, int64_t deadline, char *buf, size_t size)
 {
-	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
-				false };
+	struct command info = { .argc = 2,
+				.argv = (const char *[]){ "INFO", "memory" },
+				.lens = (size_t[]){ 4, 6 } };
 	struct answer a;
 	bool found = false;
 
@@ -459,9 +460,12 @@ void
 query_ask_eviction(struct nodes *ns, struct status *s)
 {
 	int64_t deadline = clock_now() + LOCK_IO_TIMEOUT;
-	struct command info = { 2, (const char *[]){ "INFO", "memory" }, (size_t[]){ 4, 6 },
-				false };
-	struct command role = { 1, (const char *[]){ "ROLE" }, (size_t[]){ 4 }, false };
+	struct command info = { .argc = 2,
+				.argv = (const char *[]){ "INFO", "memory" },
+				.lens = (size_t[]){ 4, 6 } };
+	struct command role = { .argc = 1,
+				.argv = (const char *[]){ "ROLE" },
+				.lens = (size_t[]){ 4 } };
 	bool infos[NODES_MAX] = { false };
 	struct answer a;
 

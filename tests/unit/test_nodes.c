@@ -15,7 +15,7 @@ static void
 send_cmd(struct nodes *ns, size_t i, int argc, const char **argv, const size_t *lens,
 	 int64_t deadline)
 {
-	struct command cmd = { argc, argv, lens, false };
+	struct command cmd = { .argc = argc, .argv = argv, .lens = lens };
 
 	nodes_send(ns, i, &cmd, deadline, -1);
 }
