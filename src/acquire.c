@@ -240,6 +240,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 			rd->unreplicated[i] = true;
 			failures_add(&rd->why, l->error);
 			rd->failed++;
+			rd->not_now++;
 			break;
 		}
 		rd->granted[i] = true;
@@ -272,6 +273,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	case REPLY_NOT_NOW:
 		failures_add(&rd->why, l->error);
 		rd->failed++;
+		rd->not_now++;
 		break;
 	case REPLY_REFUSED:
 		failures_add(&rd->why, l->error);
@@ -457,7 +459,8 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	memset(rd, 0, sizeof(*rd));
 	rd->start = q->pipelined ? q->pipelined_at : clock_now();
 	rd->pipelined = q->pipelined;
-	/* WAIT may take its whole timeout on top. */
+	/* WAIT may take its whole timeout on top (past the end of a wait too: a grant that
+	 * is not acknowledged is given back only once its answer is in). */
 	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt in line.c.) */
@@ -696,7 +699,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			 * silence is, never taken for a wrong address; so are servers that
 			 * answered earlier in this run, or do not answer while the lock is seen
 			 * held on others, from the first time on (LOCK_OUTAGE counts from then). */
-			if (nodes_verdict(ns, rd.answered, 0) == VERDICT_YES ||
+			if (nodes_verdict(ns, rd.answered - rd.not_now, 0) == VERDICT_YES ||
 			    (q.answered_at < 0 &&
 			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES ||
 			      rd.held)))

@@ -67,6 +67,8 @@ struct round {
 	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
 	size_t held, refused, failed;
 	size_t answered;               /* nodes that answered, whatever they said */
+	size_t not_now;                /* of them, those that cannot grant it yet: loading,
+					* or replicas that did not acknowledge */
 	size_t reached;                /* nodes that failed, having answered this run before */
 	int64_t young_ready;           /* when enough young nodes count for a quorum */
 	char run_id[NODES_MAX][41];    /* each granting node's server, when it said */

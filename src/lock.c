@@ -218,8 +218,11 @@ call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline,
 int64_t
 due_from(const struct lock *l, const struct nodes *ns, size_t i, int64_t deadline)
 {
-	return nodes_reached(ns, i) ? deadline
-				    : time_min(deadline, time_add(clock_now(), l->connect_timeout));
+	/* (WAIT, behind a request that changes the lock, may take its whole timeout on top.) */
+	return nodes_reached(ns, i)
+		       ? deadline
+		       : time_min(deadline, time_add(clock_now(), time_add(l->connect_timeout,
+									   l->replicas_timeout)));
 }
 
 void

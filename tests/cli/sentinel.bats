@@ -351,6 +351,15 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	on_master info commandstats | grep -q 'cmdstat_wait:calls=1,'
 	(($(now_ms) - t0 < 10000))
 	wait_until 2 free_on m1 job
+	# A WAIT longer than --connect-timeout, on a plain server's first answer of the run: the
+	# replicas' count is waited for, not taken for a server that does not answer.
+	kill -STOP "$(redis_pid m2)"
+	run -69 "$RR" -v -r "redis://127.0.0.1:$(redis_port m1)" -t 9s --connect-timeout 1s \
+		--wait-replicas 1,3s -n job -- echo ran
+	kill -CONT "$(redis_pid m2)"
+	assert_output --partial "only 0 of the 1 replicas asked for acknowledged the lock"
+	refute_output --partial "no reply"
+	wait_until 2 free_on m1 job
 }
 
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
