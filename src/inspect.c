@@ -68,7 +68,7 @@ read_line(const struct reply *line, struct lock_state *st)
 	now = reply_integer(reply_element(line, 0));
 	st->waiting_shared = reply_integer(reply_element(line, 2));
 	st->waiting = reply_integer(reply_element(line, 1)) + st->waiting_shared;
-	for (size_t i = 3; i + 1 < n && st->nwaiters < LOCK_STATE_WAITERS; i += 2) {
+	for (size_t i = 3; i + 2 < n && st->nwaiters < LOCK_STATE_WAITERS; i += 3) {
 		const char *v = reply_string(reply_element(line, i), &len);
 		bool shared = v && len > 2 && strncmp(v, "s:", 2) == 0;
 		if (!v)
@@ -79,6 +79,7 @@ read_line(const struct reply *line, struct lock_state *st)
 			 (int)len, v);
 		st->waiter[st->nwaiters].shared = shared;
 		st->waiter[st->nwaiters].waited = ttl_ns(reply_integer(reply_element(line, i + 1)));
+		st->waiter[st->nwaiters].place = ttl_ns(reply_integer(reply_element(line, i + 2)));
 		st->ordered = st->waiter[st->nwaiters].waited >= 0;
 		st->nwaiters++;
 	}

@@ -208,6 +208,7 @@ struct lock_state {
 		char value[LOCK_HOLDER_MAX];
 		bool shared;
 		int64_t waited; /* how long it has been in line (ns); -1 when not ordered */
+		int64_t place;  /* how long its place lasts (ns): it looks again by then */
 	} waiter[LOCK_STATE_WAITERS];
 };
 

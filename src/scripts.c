@@ -717,9 +717,10 @@ struct script script_leave = {
  * is not there; for a semaphore or a shared lock, {-1, "limit:N" or "shared", fence, then each
  * live holder's value and ms left, the first to end first, 16 at most, then how many there
  * are}. The line: {the server's time (ms), how many exclusive waiters, how many shared ones,
- * then 16 at most, each with how long it has waited (ms)}: the first 16 of the queues, in
+ * then 16 at most, each with how long it has waited (ms) and how long its place lasts (ms: when
+ * it looks again at the latest, unless a release wakes it)}: the first 16 of the queues, in
  * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
- * -1 for the time. An error "FOREIGN what" for a KEY that is not a lock, as a run finds it (see
+ * -1 for the time waited. An error "FOREIGN what" for a KEY that is not a lock, as a run finds it (see
  * ALIEN: a lock's token is told by what was read already; a sorted set is asked). Reads only:
  * the places that are over are skipped, not removed.
  */
@@ -755,7 +756,7 @@ struct script script_query = {
 		"  for i = 1, #h, 2 do\n"
 		"    local s = redis.call('ZSCORE', KEYS[3], h[i])\n"
 		"    if s and math.abs(tonumber(s)) > now then\n"
-		"      queued[#queued + 1] = {tonumber(h[i + 1]), h[i]}\n"
+		"      queued[#queued + 1] = {tonumber(h[i + 1]), h[i], math.abs(tonumber(s)) - now}\n"
 		"    end\n"
 		"  end\n"
 		"end\n"
@@ -763,6 +764,7 @@ struct script script_query = {
 		"for i = 1, math.min(#queued, 16) do\n"
 		"  line[#line + 1] = queued[i][2]\n"
 		"  line[#line + 1] = math.max(now - math.floor(queued[i][1] / 1000), 0)\n"
+		"  line[#line + 1] = queued[i][3]\n"
 		"end\n"
 		"if #queued > 0 then return {out, line} end\n"
 		"for _, w in ipairs({\n"
@@ -772,6 +774,7 @@ struct script script_query = {
 		"  for i = 1, #w, 2 do\n"
 		"    line[#line + 1] = w[i]\n"
 		"    line[#line + 1] = -1\n"
+		"    line[#line + 1] = math.abs(tonumber(w[i + 1])) - now\n"
 		"  end\n"
 		"end\n"
 		"return {out, line}\n",
@@ -784,7 +787,10 @@ struct script script_query = {
  * who broke the lock, for as long as their leases could last: their renewals and releases find
  * it there and say so (see NOT_OURS). The fence moves on, past the broken holders', as an
  * acquisition moves it (see FENCE), so that a fenced resource refuses what they still send; and
- * the line is woken, as by a release. Returns {1, the new fence, the fence before, the ms the
+ * the line is woken, as by a release, and 15 waiters more: each looks again, and the first
+ * that is alive takes the lock at once, or, behind waiters that were killed, once the handoff's
+ * time given to them is over (a release wakes only those it makes room for: a waiter killed at
+ * the front holds the others back until they look again, see LINE). Returns {1, the new fence, the fence before, the ms the
  * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
  * holds KEY; an error "FOREIGN what" when KEY is not a lock (see ALIEN).
  */
@@ -809,7 +815,7 @@ struct script script_break = {
 		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"
 		"redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX',\n"
 		"           math.max(ttl, " FENCE_KEEP_MS "))\n"
-		"wake_next(math.max(#holders, 1))\n"
+		"wake_next(math.max(#holders, 1) + 15)\n"
 		"local out = {1, string.format('%.0f', f), before, ttl, #holders}\n"
 		"for i = 1, math.min(#holders, 16) do out[#out + 1] = holders[i] end\n"
 		"return out\n",

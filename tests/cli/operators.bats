@@ -225,6 +225,49 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
 }
 
+@test "a waiter killed at the front: --status says who is next and not woken; --break wakes past it" {
+	local mode holder a b expires fence
+	for mode in release break; do
+		rm -f "$dir/go" "$dir/b-fence" "$dir/held"
+		"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+		holder=$!
+		wait_until 5 test -e "$dir/held"
+		expires=$(rcli pexpiretime job)
+		in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+		"$RR" job -- true &
+		a=$!
+		wait_until 5 in_line 1
+		"$RR" job -c "echo \$REDLOCK_FENCE > $dir/b-fence" &
+		b=$!
+		wait_until 5 in_line 2
+		kill -KILL "$a"
+		reap "$a"
+		if [[ $mode == release ]]; then
+			# The release wakes the killed waiter, which never comes: once the handoff's
+			# time given to it is over, the lock is free and the next has not been woken.
+			touch "$dir/go"
+			reap "$holder"
+			stalled() {
+				run -0 "$RR" --status job
+				[[ $output == *"next: $(hostname):$b, not woken "* ]]
+			}
+			wait_until 10 stalled
+			assert_output --partial "; it takes the lock when it looks again, within "
+			# Another run asking for it wakes it (and waits behind it).
+			run -75 "$RR" -n job -- echo never
+		else
+			run -0 "$RR" --break --yes job
+			touch "$dir/go"
+			reap "$holder"
+		fi
+		reap "$b"
+		assert_equal "$status" 0
+		# Either way long before the 30s lease it waited out (by the server's clock).
+		fence=$(cat "$dir/b-fence")
+		((fence / 1000 < expires))
+	done
+}
+
 @test "--break asks first: off a terminal without --yes it is refused, and nothing is broken" {
 	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
