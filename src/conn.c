@@ -74,6 +74,7 @@ struct conn {
 	size_t tls_unsent;            /* a TLS write waiting to be tried again: that many bytes */
 	bool read_wants_write;        /* a TLS read needs the socket writable first */
 	bool received;                /* anything came from the server on this connection */
+	bool received_ever;           /* on any connection to it: it is no TLS port */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -328,7 +329,7 @@ fail_errno(struct conn *c, const char *what, int err)
 	/* A TLS port resets a plain client that spoke first. */
 	return fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address,
 		    msg_strerror(err, buf, sizeof(buf)),
-		    err == ECONNRESET && !c->received && c->url->scheme == URL_TCP
+		    err == ECONNRESET && !c->received_ever && c->url->scheme == URL_TCP
 			    ? " (a TLS port? use rediss://)"
 			    : "");
 }
@@ -820,7 +821,7 @@ feed(struct conn *c, const char *buf, size_t n)
 	/* 0x15 and 0x16 begin TLS alert and handshake records: no RESP reply does. */
 	if (!c->received && !c->tls && (buf[0] == 0x15 || buf[0] == 0x16))
 		return fail(c, CONN_REFUSED, "%s speaks TLS: use rediss://", c->address);
-	c->received = true;
+	c->received = c->received_ever = true;
 	if (redisReaderFeed(c->reader, buf, n) != REDIS_OK)
 		return fail(c, CONN_FAILED, "cannot read from %s: out of memory", c->address);
 	return CONN_OK;
