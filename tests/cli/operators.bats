@@ -268,6 +268,24 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	done
 }
 
+@test "--break of a server that is not Redis: 69, the reason, and no warning that it may still land" {
+	# Something else on the socket, answering each request with an HTTP error.
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen()
+while True:
+    c = s.accept()[0]
+    c.recv(65536)
+    c.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+    c.close()' "$dir/http.sock" 3>&- &
+	local http=$!
+	wait_until 5 test -S "$dir/http.sock"
+	run -69 --separate-stderr "$RR" -r "unix://$dir/http.sock" --break --yes job
+	kill "$http"
+	assert_equal "$stderr" "redlock-run: protocol error from $dir/http.sock: Protocol error, got \"H\" as reply type byte"
+}
+
 @test "--break asks first: off a terminal without --yes it is refused, and nothing is broken" {
 	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
