@@ -98,8 +98,9 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			child_free(ch);
 			exit(o->conflict_status);
 		case LOCK_SUPERSEDED:
-			/* Said even without -v: the run never will have its turn. */
-			msg_error("%s", l->error);
+			/* Said even without -v (the run never will have its turn), but not with -q:
+			 * an outcome, as a busy lock is, not an error. */
+			msg_warn("%s", l->error);
 			msg_info("%s: gave up its place in line after waiting %s; exit status %d",
 				 l->key, duration_format(clock_now() - start, buf, sizeof(buf)),
 				 o->conflict_status);

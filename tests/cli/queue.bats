@@ -187,6 +187,22 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(ran)" "newest"
 }
 
+@test "--queue latest with -q: a superseded waiter exits with the conflict status, saying nothing" {
+	hold job --queue latest
+	"$RR" -q --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &
+	older=$!
+	wait_until 10 queued 1
+	"$RR" --queue latest job -c "echo newer >> $dir/ran" &
+	newer=$!
+	reap "$older"
+	assert_equal "$status" 75
+	run cat "$dir/older.err"
+	assert_output ""
+	touch "$dir/go.job"
+	reap_ok "$holder" "$newer"
+	assert_equal "$(ran)" "newer"
+}
+
 @test "--queue latest: a superseded waiter paused past its place still learns it, and never runs" {
 	hold job --queue latest -t 1s
 	"$RR" --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &
