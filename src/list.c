@@ -246,6 +246,19 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 }
 
 /* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */
+/* s, padded to width, a control character (a newline, an escape) as '?': one row a lock,
+ * whatever the names Redis holds, and nothing of them sent to the terminal as a command. */
+static void
+put_column(FILE *out, const char *s, int width)
+{
+	int n = 0;
+
+	for (; *s; s++, n++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+	for (; n < width; n++)
+		fputc(' ', out);
+}
+
 static void
 text_row(FILE *out, const char *key, const struct lock_state *st)
 {
@@ -270,8 +283,10 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 		duration_format(st->ttl, left, sizeof(left));
 	if (st->fence >= 0)
 		snprintf(fence, sizeof(fence), "%lld", st->fence);
-	fprintf(out, "%-24s %-10s %-24s %8s %8s %16s %7lld\n", key, mode, who, taken, left, fence,
-		st->waiting);
+	put_column(out, key, 24);
+	fprintf(out, " %-10s ", mode);
+	put_column(out, who, 24);
+	fprintf(out, " %8s %8s %16s %7lld\n", taken, left, fence, st->waiting);
 }
 
 /* Whether a state read from a key is one of redlock-run's locks, held: a token with an expiry,

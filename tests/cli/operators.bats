@@ -383,6 +383,14 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
+@test "--list: a name with a newline or an escape in it stays on its row" {
+	rcli eval "redis.call('SET', ARGV[1], ARGV[2], 'PX', 60000)" 0 $'two\nlines\e[2J' \
+		"12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null
+	run -0 "$RR" --list
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 --regexp '^two\?lines\?\[2J +exclusive +web-1:42 '
+}
+
 @test "--list passes over a cache's strings without running a script for each; its JSON says what --status's does" {
 	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
