@@ -307,6 +307,22 @@ parse_count(const char *s, int max, int *out)
 }
 
 /* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
+/* A usage error about value, "invalid OPTION ...": when value came from the environment
+ * variable, err names the variable instead (the option may be nowhere on the command line). */
+static int
+from_variable(char *err, size_t size, const char *value, const char *option, const char *variable)
+{
+	char rest[512];
+	size_t skip = strlen("invalid ") + strlen(option);
+
+	if (getenv(variable) == value && strncmp(err, "invalid ", 8) == 0 &&
+	    strncmp(err + 8, option, strlen(option)) == 0) {
+		snprintf(rest, sizeof(rest), "%s", err + skip);
+		snprintf(err, size, "invalid %s%s", variable, rest);
+	}
+	return OPTS_USAGE_ERROR;
+}
+
 static bool
 tls_from_environment(struct opts *o, char *err, size_t size)
 {
@@ -738,18 +754,23 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	if (!replicas && (replicas = getenv("REDLOCK_WAIT_REPLICAS")) && !*replicas)
 		replicas = NULL;
 	if (replicas && parse_replicas(o, replicas, err, size) != OPTS_RUN)
-		return OPTS_USAGE_ERROR;
+		return from_variable(err, size, replicas, "--wait-replicas",
+				     "REDLOCK_WAIT_REPLICAS");
 	if (!connect_timeout && (connect_timeout = getenv("REDLOCK_CONNECT_TIMEOUT")) &&
 	    !*connect_timeout)
 		connect_timeout = NULL;
 	if (connect_timeout) {
-		if (!take_duration("--connect-timeout", connect_timeout, &o->connect_timeout, err,
-				   size))
-			return OPTS_USAGE_ERROR;
-		if (o->connect_timeout == 0)
-			return usage_error(err, size,
-					   "invalid --connect-timeout '%s': must be more than 0",
-					   connect_timeout);
+		bool ok = take_duration("--connect-timeout", connect_timeout, &o->connect_timeout,
+					err, size);
+		if (ok && o->connect_timeout == 0) {
+			usage_error(err, size,
+				    "invalid --connect-timeout '%s': must be more than 0",
+				    connect_timeout);
+			ok = false;
+		}
+		if (!ok)
+			return from_variable(err, size, connect_timeout, "--connect-timeout",
+					     "REDLOCK_CONNECT_TIMEOUT");
 	}
 
 	if (o->list && (o->status || o->brk))

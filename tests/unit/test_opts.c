@@ -170,6 +170,11 @@ main(void)
 	CHECK_INT(PARSE("--connect-timeout", "10s", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.connect_timeout, 10 * NS_PER_S);
 	DONE();
+	/* A bad value from the environment is named by its variable. */
+	setenv("REDLOCK_CONNECT_TIMEOUT", "soon", 1);
+	REFUSED("invalid REDLOCK_CONNECT_TIMEOUT 'soon'", "k", "true");
+	setenv("REDLOCK_CONNECT_TIMEOUT", "0", 1);
+	REFUSED("invalid REDLOCK_CONNECT_TIMEOUT '0': must be more than 0", "k", "true");
 	unsetenv("REDLOCK_CONNECT_TIMEOUT");
 	REFUSED("invalid --connect-timeout '0': must be more than 0", "--connect-timeout", "0", "k",
 		"true");
@@ -414,6 +419,8 @@ main(void)
 	CHECK_INT(o.replicas, 0);
 	CHECK_INT(o.replicas_timeout, 0);
 	DONE();
+	setenv("REDLOCK_WAIT_REPLICAS", "x", 1);
+	REFUSED("invalid REDLOCK_WAIT_REPLICAS 'x'", "k", "true");
 	unsetenv("REDLOCK_WAIT_REPLICAS");
 	REFUSED("invalid --wait-replicas 'x'", "--wait-replicas", "x", "k", "true");
 	REFUSED("invalid --wait-replicas '101'", "--wait-replicas", "101", "k", "true");
