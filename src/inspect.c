@@ -205,6 +205,7 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			best = same;
 			st->held = same >= q;
 			snprintf(st->value, sizeof(st->value), "%s", node[i].value);
+			st->process = node[i].process;
 			st->kept = node[i].kept;
 			st->held_for = node[i].held_for;
 			st->ttl = nodes_quorum_until(ns, ends, same);
@@ -224,6 +225,19 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			  "answered, and %zu did not (%s)",
 			  l->key, best, answered, n - answered, why.text);
 	return -1;
+}
+
+/* Whether the processes named in *st run, as its answer came: a holder that released while a
+ * slower node was waited for has not "gone without releasing". */
+static void
+note_processes(struct lock_state *st)
+{
+	if (st->held || st->holders)
+		st->process = lock_value_process(st->value);
+	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
+		st->holder[i].process = lock_value_process(st->holder[i].value);
+	for (size_t i = 0; i < st->nwaiters; i++)
+		st->waiter[i].process = lock_value_process(st->waiter[i].value);
 }
 
 int
@@ -254,6 +268,8 @@ lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *skip,
 		}
 		if (read_state(l, nodes_address(ns, a.node), a.reply, s) < 0)
 			snprintf(s->error, sizeof(s->error), "%.299s", l->error);
+		else
+			note_processes(s);
 		reply_free(a.reply);
 	}
 	nodes_cancel(ns);

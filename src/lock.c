@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -297,6 +298,18 @@ void
 ttl_ms(const struct lock *l, char *buf, size_t size)
 {
 	snprintf(buf, size, "%lld", (long long)(l->ttl / NS_PER_MS));
+}
+
+const char *
+lock_value_process(const char *value)
+{
+	char host[LOCK_HOLDER_MAX], here[256] = "";
+	long pid;
+
+	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 ||
+	    gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here) != 0)
+		return NULL;
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH ? "running" : "gone";
 }
 
 int

@@ -185,6 +185,7 @@ struct lock_state {
 				      * shared lock: any holder is, unless we would share it) */
 	char value[LOCK_HOLDER_MAX]; /* the holder's value, when held (a semaphore or shared lock:
 				      * the one whose lease ends first, when any) */
+	const char *process;         /* its process, as the answer came: see lock_value_process */
 	int64_t ttl;                 /* what is left of that lease, ns; -1: no expiry */
 	long long fence;             /* the last fence handed out; -1: never taken */
 	int limit;                   /* a semaphore's N; 0 for a lock */
@@ -194,6 +195,7 @@ struct lock_state {
 	struct {
 		char value[LOCK_HOLDER_MAX];
 		int64_t ttl;
+		const char *process;
 	} holder[LOCK_STATE_HOLDERS];
 	int64_t held_for;         /* a lock: how long its holder has held it (ns), from its
 				   * fence and the server's clock; -1: cannot tell */
@@ -209,6 +211,7 @@ struct lock_state {
 		bool shared;
 		int64_t waited; /* how long it has been in line (ns); -1 when not ordered */
 		int64_t place;  /* how long its place lasts (ns): it looks again by then */
+		const char *process;
 	} waiter[LOCK_STATE_WAITERS];
 };
 
@@ -222,6 +225,11 @@ int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *s
 /* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
  * release has ":kept" after them); -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
+/* Whether the process of a holder's or waiter's value runs: "running" or "gone" when it is on
+ * this host (by its name), NULL when that cannot be told here (another host, or a value
+ * redlock-run did not write). A holder whose process is gone did not release: its lease runs
+ * out; a waiter that is gone did not leave: its place ends with the lease it waits out. */
+const char *lock_value_process(const char *value);
 /* Whether a holder's value says that its command has finished and --min-hold keeps its lock, or
  * its place of a semaphore or shared lock, taken (":kept"). */
 bool lock_value_kept(const char *value);

@@ -1,7 +1,5 @@
 #include "query.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,22 +50,6 @@ json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* Whether the process of a holder's or waiter's value still runs: "running" or "gone" when it
- * is on this host (by its name), NULL when that cannot be told here (another host, or a value
- * redlock-run did not write). A holder whose process is gone did not release: its lease runs
- * out; a waiter that is gone did not leave: its place ends with the lease it waits out. */
-static const char *
-process_of(const char *value)
-{
-	char host[LOCK_HOLDER_MAX], here[256] = "";
-	long pid;
-
-	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 ||
-	    gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here) != 0)
-		return NULL;
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH ? "running" : "gone";
-}
-
 bool
 query_evictable(const struct eviction *ev)
 {
@@ -99,10 +81,12 @@ json_who(FILE *out, size_t i, const char *value)
 /* One holder of "holders": {"host", "pid", "token", "ttl_ms", "kept", "process"} (a holder
  * kept by --min-hold has no process left to tell of). */
 static void
-json_holder(FILE *out, size_t i, const char *value, int64_t ttl)
+json_holder(FILE *out, size_t i, const char *value, int64_t ttl, const char *process)
 {
 	bool kept = lock_value_kept(value);
-	const char *process = kept ? NULL : process_of(value);
+
+	if (kept)
+		process = NULL;
 
 	json_who(out, i, value);
 	fprintf(out, ", \"ttl_ms\": %lld, \"kept\": %s, \"process\": ",
@@ -129,7 +113,7 @@ json_line(FILE *out, const struct lock_state *st)
 	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
 		discipline(st), st->waiting, st->ordered ? "true" : "false");
 	for (size_t i = 0; i < st->nwaiters; i++) {
-		const char *process = process_of(st->waiter[i].value);
+		const char *process = st->waiter[i].process;
 		json_who(out, i, st->waiter[i].value);
 		fprintf(out, ", \"mode\": \"%s\", \"waited_ms\": ",
 			st->waiter[i].shared ? "shared" : "exclusive");
@@ -185,7 +169,7 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 	else
 		fputs("null", out);
 	/* (Of a full semaphore, or a lock held shared, its first holder's: see read_semaphore.) */
-	process = st->held && !st->kept ? process_of(st->value) : NULL;
+	process = st->held && !st->kept ? st->process : NULL;
 	fprintf(out, ", \"kept\": %s, \"process\": ", st->kept ? "true" : "false");
 	if (process)
 		fprintf(out, "\"%s\"", process);
@@ -201,9 +185,10 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 			st->limit ? "semaphore" : "exclusive", st->limit ? st->limit : 1);
 	if (st->limit || st->shared)
 		for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
-			json_holder(out, i, st->holder[i].value, st->holder[i].ttl);
+			json_holder(out, i, st->holder[i].value, st->holder[i].ttl,
+				    st->holder[i].process);
 	else if (st->held)
-		json_holder(out, 0, st->value, st->ttl);
+		json_holder(out, 0, st->value, st->ttl, st->process);
 	fputs("]", out);
 }
 
@@ -272,7 +257,7 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 		fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
 			st->limit);
 	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++) {
-		const char *value = st->holder[i].value, *process = process_of(value);
+		const char *value = st->holder[i].value, *process = st->holder[i].process;
 		bool kept = lock_value_kept(value);
 		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
 			lock_describe_holder(value, who, sizeof(who)),
@@ -322,7 +307,7 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	else
 		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
 			duration_format(st->ttl, left, sizeof(left)), fence);
-	if (!st->kept && (process = process_of(st->value)) && strcmp(process, "gone") == 0)
+	if (!st->kept && (process = st->process) && strcmp(process, "gone") == 0)
 		fprintf(out, "; no such process runs on this host: it did not release, and the "
 			     "lease runs out by itself");
 	fputc('\n', out);
@@ -340,7 +325,7 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	fprintf(out, "%s%lld waiting (--queue %s)%s", prefix, st->waiting, discipline(st),
 		st->ordered ? ", in arrival order" : "");
 	for (size_t i = 0; i < st->nwaiters; i++) {
-		const char *process = process_of(st->waiter[i].value);
+		const char *process = st->waiter[i].process;
 		fprintf(out, "%s %s%s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
 			st->waiter[i].shared ? " (shared)" : "",

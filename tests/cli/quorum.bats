@@ -450,6 +450,35 @@ print(o["held"], o["fence"], o["held_ms"] >= int(sys.argv[1]))' "$since")
 	assert_output checked
 }
 
+@test "--status waiting for a frozen server: a holder that released meanwhile is not called gone" {
+	wait_until 5 nodes_old 2 1 2
+	node_freeze 3
+	"$RR" -t 2s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
+	queries() {
+		rcli_on "q$1" info commandstats |
+			awk -F '[:=,]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }'
+	}
+	local before1 before2
+	before1=$(queries 1)
+	before2=$(queries 2)
+	"$RR" --connect-timeout 5s --status job >"$dir/status" 2>&1 &
+	local status_run=$!
+	# q1 and q2 answered (the lock held by the holder, running); q3 is waited for while the
+	# holder finishes and releases.
+	answered() { (($(queries 1) > before1 && $(queries 2) > before2)); }
+	wait_until 10 answered
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$status_run"
+	node_thaw 3
+	run cat "$dir/status"
+	assert_line --index 0 --regexp "^job is held by $(hostname):$holder "
+	refute_output --partial "no such process"
+}
+
 @test "--status and --json with a server down: each node's view and the quorum's" {
 	redis_stop q3
 	run "$RR" --status job
