@@ -562,9 +562,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	/* A server down (or silent) and the lock held on others: had its holder let go, the
 	 * servers that answered, or have yet to, could have made a quorum. It is the holder that
-	 * keeps us out, not the outage: busy, and waited for in line. */
-	if (rd->held && rd->yes + rd->young + rd->held + pending >= nodes_quorum(ns))
-		return ATTEMPT_HELD;
+	 * keeps us out, not the outage: busy, and waited for in line until enough of those
+	 * servers are free (or, having split them with another contender, tried again). */
+	if (rd->held && rd->yes + rd->young + rd->held + pending >= nodes_quorum(ns)) {
+		rd->usable = rd->yes + rd->young + rd->held + pending;
+		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+	}
 	set_quorum_error(l, ns, &rd->why);
 	return ATTEMPT_NO_QUORUM;
 }

@@ -66,11 +66,12 @@ struct round {
 	size_t yes;     /* grants that count */
 	size_t young;   /* grants from young nodes that do not count (yet): see verdict */
 	size_t held, refused, failed;
-	size_t answered;               /* nodes that answered, whatever they said */
-	size_t not_now;                /* of them, those that cannot grant it yet: loading,
-					* or replicas that did not acknowledge */
-	size_t reached;                /* nodes that failed, having answered this run before */
-	int64_t young_ready;           /* when enough young nodes count for a quorum */
+	size_t usable;       /* nodes that can grant it once its holders let go; 0: all of them */
+	size_t answered;     /* nodes that answered, whatever they said */
+	size_t not_now;      /* of them, those that cannot grant it yet: loading,
+			      * or replicas that did not acknowledge */
+	size_t reached;      /* nodes that failed, having answered this run before */
+	int64_t young_ready; /* when enough young nodes count for a quorum */
 	char run_id[NODES_MAX][41];    /* each granting node's server, when it said */
 	bool twice;                    /* two nodes are one server: l->error says which */
 	bool granted[NODES_MAX];       /* the node holds our key (a young one too) */

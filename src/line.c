@@ -148,7 +148,8 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	  int intr_fd)
 {
 	int64_t now = clock_now();
-	int64_t free_at = time_max(nodes_free_at(ns, rd->held_until, rd->held), rd->young_ready);
+	int64_t free_at =
+		time_max(nodes_free_at(ns, rd->held_until, rd->held, rd->usable), rd->young_ready);
 	int64_t block, end, due, timed_out = -1, nudge_at, overdue, silent_at, step = NS_PER_MS;
 	char seconds[32];
 	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the

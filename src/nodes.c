@@ -1032,11 +1032,11 @@ nodes_quorum_until(const struct nodes *ns, const int64_t *until, size_t n)
 }
 
 int64_t
-nodes_free_at(const struct nodes *ns, const int64_t *until, size_t n)
+nodes_free_at(const struct nodes *ns, const int64_t *until, size_t n, size_t usable)
 {
-	/* A quorum is free once at most n - quorum of the nodes are held: all but that many
-	 * of the n must have run out. */
-	size_t k = ns->n - nodes_quorum(ns) + 1;
+	/* A quorum is free once at most usable - quorum of the nodes are held: all but that
+	 * many of the n must have run out. */
+	size_t k = (usable ? usable : ns->n) - nodes_quorum(ns) + 1;
 
 	return n < k ? 0 : kth_latest(until, n, k);
 }

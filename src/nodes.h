@@ -164,7 +164,8 @@ enum verdict nodes_verdict(const struct nodes *ns, size_t yes, size_t no);
 int64_t nodes_quorum_until(const struct nodes *ns, const int64_t *until, size_t n);
 
 /* Of n times, one from each node found held by others: when enough of them will have run out
- * for a quorum to be free, at the latest; TIME_NEVER if never. */
-int64_t nodes_free_at(const struct nodes *ns, const int64_t *until, size_t n);
+ * for a quorum to be free, at the latest, of the usable nodes that can grant it (0: all); 0 when
+ * it is free now. */
+int64_t nodes_free_at(const struct nodes *ns, const int64_t *until, size_t n, size_t usable);
 
 #endif

@@ -46,9 +46,12 @@ main(void)
 	CHECK_INT(nodes_quorum_until(ns, (int64_t[]){ 30, 10, 20 }, 3), 20);
 	CHECK_INT(nodes_quorum_until(ns, (int64_t[]){ 30 }, 1), 0);
 	/* two held: free once the first runs out; three held: once the second does */
-	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30, 10 }, 2), 10);
-	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30, 10, 20 }, 3), 20);
-	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30 }, 1), 0);
+	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30, 10 }, 2, 0), 10);
+	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30, 10, 20 }, 3, 0), 20);
+	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30 }, 1, 0), 0);
+	/* A node down: the other two must both be free. */
+	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30 }, 1, 2), 30);
+	CHECK_INT(nodes_free_at(ns, (int64_t[]){ 30, 10 }, 2, 2), 30);
 	CHECK_INT(nodes_lease_end(ns), 0);
 	nodes_hold(ns, 0, 100);
 	CHECK_INT(nodes_lease_end(ns), 0); /* one node is not a quorum */
