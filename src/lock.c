@@ -881,8 +881,13 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	}
 	if (nodes_verdict(ns, yes + unconfirmed, 0) == VERDICT_YES)
 		return LOCK_RELEASE_UNCONFIRMED;
-	/* Gone only when the servers that held it and found it gone leave too few that may
-	 * hold it still: one that did not answer (frozen, down) held it, for all we know. */
+	/* Broken (--break), as a server that held it says: lost, however few answered. */
+	if (strncmp(l->holder, "broken:", 7) == 0)
+		return LOCK_RELEASE_GONE;
+	/* Gone only when the servers that held it (as the acquisition left them: the
+	 * watchdog's own connections hand it back to a server that lost it, on their side) and
+	 * found it gone leave too few that may hold it still: one that did not answer (frozen,
+	 * down) held it, for all we know. */
 	if (answered >= nodes_quorum(ns) && holding < not_ours + nodes_quorum(ns))
 		return LOCK_RELEASE_GONE;
 	set_quorum_error(l, ns, &why);
