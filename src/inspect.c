@@ -340,11 +340,11 @@ lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
 	while (next_answer(ns, &call, deadline, deadline, -1, &a) == CONN_OK) {
 		struct lock_breaking *b = &node[a.node];
 		/* One that sat on it until the deadline may carry it out later, and one that
-		 * answered before and hung up may have; what never answered (something that is not
-		 * Redis, answering garbage) carries nothing out. */
-		b->unheard =
-			a.maybe_landed && (a.result == CONN_TIMEOUT ||
-					   (a.result == CONN_FAILED && nodes_reached(ns, a.node)));
+		 * hung up may have; what answered garbage is not Redis, and carries nothing out. */
+		b->unheard = a.maybe_landed &&
+			     (a.result == CONN_TIMEOUT ||
+			      (a.result == CONN_FAILED &&
+			       strncmp(nodes_error(ns, a.node), "protocol error ", 15) != 0));
 		if (a.result != CONN_OK)
 			snprintf(b->error, sizeof(b->error), "%s", nodes_error(ns, a.node));
 		else if (read_breaking(l, nodes_address(ns, a.node), a.reply, b) < 0)
