@@ -74,7 +74,8 @@ struct conn {
 	size_t tls_unsent;            /* a TLS write waiting to be tried again: that many bytes */
 	bool read_wants_write;        /* a TLS read needs the socket writable first */
 	bool received;                /* anything came from the server on this connection */
-	bool received_ever;           /* on any connection to it: it is no TLS port */
+	bool received_ever;           /* on any connection of this one or the one it is like
+				       * (conn_new_like): it is no TLS port */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -187,6 +188,7 @@ conn_new_like(const struct conn *c)
 	if (n) {
 		n->last = c->last;
 		n->last_len = c->last_len;
+		n->received_ever = c->received_ever;
 	}
 	return n;
 }
