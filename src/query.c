@@ -339,13 +339,14 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
 	fputc('\n', out);
 	/* Free, and the first in line was not woken (a release gives the one it wakes a
-	 * handoff's time): it takes the lock when it looks again. */
+	 * handoff's time): it takes the lock when it looks again, if it is still there. */
 	if (!st->held && !st->holders && st->ordered && st->nwaiters &&
-	    st->waiter[0].place > LOCK_HANDOFF)
+	    st->waiter[0].place > LOCK_HANDOFF &&
+	    !(st->waiter[0].process && strcmp(st->waiter[0].process, "gone") == 0))
 		fprintf(out,
-			"%snext: %s, not woken (the waiter woken before it, if any, did not come: "
-			"killed?); it takes the lock when it looks again, within %s, or at once "
-			"when another run asks for it\n",
+			"%snext: %s, not woken (the one a release woke did not come, or the lease "
+			"ran out unreleased); it takes the lock when it looks again, within %s, or "
+			"at once when another run asks for it\n",
 			prefix, lock_describe_holder(st->waiter[0].value, who, sizeof(who)),
 			duration_format(st->waiter[0].place, waited, sizeof(waited)));
 }
