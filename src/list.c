@@ -245,7 +245,6 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 	return (int)count;
 }
 
-/* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */
 /* s, padded to width, a control character (a newline, an escape) as '?': one row a lock,
  * whatever the names Redis holds, and nothing of them sent to the terminal as a command. */
 static void
@@ -259,6 +258,7 @@ put_column(FILE *out, const char *s, int width)
 		fputc(' ', out);
 }
 
+/* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */
 static void
 text_row(FILE *out, const char *key, const struct lock_state *st)
 {

@@ -306,16 +306,16 @@ parse_count(const char *s, int max, int *out)
 	return 0;
 }
 
-/* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
-/* A usage error about value, "invalid OPTION ...": when value came from the environment
- * variable, err names the variable instead (the option may be nowhere on the command line). */
+/* A usage error, "invalid OPTION ...", about a value that came from the environment variable
+ * (from_env) or the option: the message names where it came from (the option may be nowhere on
+ * the command line). */
 static int
-from_variable(char *err, size_t size, const char *value, const char *option, const char *variable)
+from_variable(char *err, size_t size, bool from_env, const char *option, const char *variable)
 {
 	char rest[512];
 	size_t skip = strlen("invalid ") + strlen(option);
 
-	if (getenv(variable) == value && strncmp(err, "invalid ", 8) == 0 &&
+	if (from_env && strncmp(err, "invalid ", 8) == 0 &&
 	    strncmp(err + 8, option, strlen(option)) == 0) {
 		snprintf(rest, sizeof(rest), "%s", err + skip);
 		snprintf(err, size, "invalid %s%s", variable, rest);
@@ -323,6 +323,7 @@ from_variable(char *err, size_t size, const char *value, const char *option, con
 	return OPTS_USAGE_ERROR;
 }
 
+/* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
 static bool
 tls_from_environment(struct opts *o, char *err, size_t size)
 {
@@ -751,10 +752,11 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		return OPTS_USAGE_ERROR;
 	if (o->grace < 0)
 		o->grace = time_min(OPTS_GRACE_MAX_DEFAULT, o->ttl / 3);
+	bool replicas_env = !replicas, timeout_env = !connect_timeout;
 	if (!replicas && (replicas = getenv("REDLOCK_WAIT_REPLICAS")) && !*replicas)
 		replicas = NULL;
 	if (replicas && parse_replicas(o, replicas, err, size) != OPTS_RUN)
-		return from_variable(err, size, replicas, "--wait-replicas",
+		return from_variable(err, size, replicas_env, "--wait-replicas",
 				     "REDLOCK_WAIT_REPLICAS");
 	if (!connect_timeout && (connect_timeout = getenv("REDLOCK_CONNECT_TIMEOUT")) &&
 	    !*connect_timeout)
@@ -769,7 +771,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 			ok = false;
 		}
 		if (!ok)
-			return from_variable(err, size, connect_timeout, "--connect-timeout",
+			return from_variable(err, size, timeout_env, "--connect-timeout",
 					     "REDLOCK_CONNECT_TIMEOUT");
 	}
 

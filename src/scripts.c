@@ -720,9 +720,9 @@ struct script script_leave = {
  * then 16 at most, each with how long it has waited (ms) and how long its place lasts (ms: when
  * it looks again at the latest, unless a release wakes it)}: the first 16 of the queues, in
  * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
- * -1 for the time waited. An error "FOREIGN what" for a KEY that is not a lock, as a run finds it (see
- * ALIEN: a lock's token is told by what was read already; a sorted set is asked). Reads only:
- * the places that are over are skipped, not removed.
+ * -1 for the time waited. An error "FOREIGN what" for a KEY that is not a lock, as a run finds
+ * it (see ALIEN: a lock's token is told by what was read already; a sorted set is asked).
+ * Reads only: the places that are over are skipped, not removed.
  */
 struct script script_query = {
 	.text = ALIEN "local t = redis.call('TIME')\n"
@@ -790,7 +790,8 @@ struct script script_query = {
  * the line is woken, as by a release, and 15 waiters more: each looks again, and the first
  * that is alive takes the lock at once, or, behind waiters that were killed, once the handoff's
  * time given to them is over (a release wakes only those it makes room for: a waiter killed at
- * the front holds the others back until they look again, see LINE). Returns {1, the new fence, the fence before, the ms the
+ * the front holds the others back until they look again, see LINE; a line that keeps no order
+ * is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
  * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
  * holds KEY; an error "FOREIGN what" when KEY is not a lock (see ALIEN).
  */

@@ -23,6 +23,8 @@ setup() {
 teardown() {
 	redis_stop p1
 	redis_stop p2
+	# The MONITOR clients a scenario started, whatever became of it.
+	[ ! -s "$dir/monitors" ] || xargs kill <"$dir/monitors" 2>/dev/null || true
 }
 
 # key_on MASTER: a key whose slot MASTER owns.
@@ -269,11 +271,11 @@ no_overlap() {
 	dst=$(another_than "$src")
 	key=$(key_on "$src")
 	slot=$(rcli_on "$src" cluster keyslot "$key")
-	local holder waiter m monitors=()
+	local holder waiter m
 	# Every command the two masters run, to see the waiter's BLPOP on each.
 	for m in "$src" "$dst"; do
 		redis-cli -p "$(redis_port "$m")" monitor >"$dir/$m.monitor" 3>&- &
-		monitors+=($!)
+		echo $! >>"$dir/monitors"
 	done
 	wait_until 5 test -s "$dir/$src.monitor" -a -s "$dir/$dst.monitor" # (its "OK")
 	holder_and_waiter "redis://127.0.0.1:$(redis_port "$src")" 30s
@@ -281,7 +283,6 @@ no_overlap() {
 	wait_until 5 blocked_on "$src"
 	cluster_migrate_slot "$slot" "$src" "$dst"
 	wait_until 10 blocked_on "$dst"
-	kill "${monitors[@]}"
 	# Sent again to the new owner, the BLPOP waits for what was left of its time, not the
 	# whole of it again (which would wait out a crashed holder's lease that much late).
 	timeout_on() { grep -m1 '"BLPOP"' "$dir/$1.monitor" | sed 's/.* "\([0-9.]*\)"$/\1/'; }
