@@ -566,7 +566,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	 * servers are free (or, having split them with another contender, tried again). */
 	if (rd->held && rd->yes + rd->young + rd->held + pending >= nodes_quorum(ns)) {
 		rd->usable = rd->yes + rd->young + rd->held + pending;
-		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+		return rd->yes || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	}
 	set_quorum_error(l, ns, &rd->why);
 	return ATTEMPT_NO_QUORUM;
@@ -649,9 +649,10 @@ pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
 		r = (uint32_t)clock_now();
-	if (clock_sleep_until(
-		    time_min(clock_now() + (int64_t)(r % (uint64_t)span), q->wait_deadline),
-		    intr_fd) < 0)
+	/* (-n's wait ended as it began: its few pauses are not cut to nothing.) */
+	if (clock_sleep_until(time_min(clock_now() + (int64_t)(r % (uint64_t)span),
+				       q->wait == 0 ? TIME_NEVER : q->wait_deadline),
+			      intr_fd) < 0)
 		return LOCK_INTERRUPTED;
 	return LOCK_ACQUIRED;
 }
@@ -721,7 +722,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 		if (a == ATTEMPT_RENEW)
 			continue; /* whatever the wait: the lock is ours */
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
-		if (wait == 0 || clock_now() >= q.wait_deadline) {
+		if (a == ATTEMPT_SPLIT && wait == 0 && q.splits < LOCK_SPLITS) {
+			/* Nobody holds it: -n too tries again after a random pause, a few times,
+			 * so that of contenders started together one gets it (as with flock -n). */
+			q.splits++;
+			out = pause_randomly(l, &q, intr_fd);
+		} else if (wait == 0 || clock_now() >= q.wait_deadline) {
 			/* An attempt sent before the wait ran out may have put us in line. */
 			if (rd.in_line)
 				line_leave(l, ns, &rd);

@@ -64,6 +64,8 @@ struct lock {
 /* How long a wait without end rides out a server that stopped answering: a restart, or a
  * Sentinel failover with its default 30s of down-after-milliseconds. */
 #define LOCK_OUTAGE (60 * NS_PER_S)
+/* How often -n tries again when contenders split the servers and nobody got a quorum. */
+#define LOCK_SPLITS 5
 /* How long a wake-up waits for a waiter that is between its attempt and its BLPOP, and how
  * much longer than the holder's lease a waiter stays registered. */
 #define LOCK_HANDOFF_MS 1000

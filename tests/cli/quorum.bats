@@ -205,6 +205,27 @@ matrix() {
 	assert_output second
 }
 
+@test "one server of 3 down, two -n started together: never both busy while neither holds it" {
+	wait_until 5 nodes_old 2 1 2
+	redis_stop q3
+	local round a b sa sb
+	for round in $(seq 40); do
+		"$RR" -t 2s -n "k$round" -- sleep 0.1 &
+		a=$!
+		"$RR" -t 2s -n "k$round" -- sleep 0.1 &
+		b=$!
+		sa=0 sb=0
+		wait "$a" || sa=$?
+		wait "$b" || sb=$?
+		# Split between the two live servers, neither holds it: -n tries again, and one
+		# of them gets it (or both do, one after the other, on a slow machine).
+		[[ "$sa $sb" != "75 75" ]] || {
+			echo "round $round: both busy" >&2
+			return 1
+		}
+	done
+}
+
 @test "two servers of 3 refusing: 69 at once, naming both" {
 	redis_stop q2
 	redis_stop q3
