@@ -793,19 +793,26 @@ struct script script_query = {
  * the front holds the others back until they look again, see LINE; a line that keeps no order
  * is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
  * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
- * holds KEY; an error "FOREIGN what" when KEY is not a lock (see ALIEN).
+ * holds KEY (the line is woken all the same: a free lock whose next waiter was not woken is a
+ * stuck line); an error "FOREIGN what" when KEY is not a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
 	.text = CLOCK ALIEN LINE "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
-		"if kind == 'none' then return {0} end\n"
+		"if kind == 'none' then\n"
+		"  wake_next(16)\n"
+		"  return {0}\n"
+		"end\n"
 		"local what = alien()\n"
 		"if what then return foreign(what) end\n"
 		"if kind == 'string' then\n"
 		"  holders[1] = redis.call('GET', KEYS[1])\n"
 		"else\n"
 		"  holders = redis.call('ZRANGEBYSCORE', KEYS[1], clock() + 1, '+inf')\n"
-		"  if #holders == 0 then return {0} end\n"
+		"  if #holders == 0 then\n"
+		"    wake_next(16)\n"
+		"    return {0}\n"
+		"  end\n"
 		"end\n"
 		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
 		"local before = redis.call('GET', KEYS[2]) or false\n"
