@@ -380,11 +380,12 @@ query_list(const struct opts *o)
 	} else {
 		size_t answered = 0;
 		for (size_t i = 0; i < nodes_count(ns); i++) {
-			if (scan(ns, i, o->key, timeout, &n, error, sizeof(error)) == 0)
+			if (scan(ns, i, o->key, timeout, &n, error, sizeof(error)) == 0) {
 				answered++;
-			else
-				msg_error("cannot list the locks on %s: %s", nodes_address(ns, i),
-					  error);
+				continue;
+			}
+			msg_error("cannot list the locks on %s: %s", nodes_address(ns, i), error);
+			silent[i] = true; /* not asked about each lock either: waited for once */
 		}
 		/* Over a quorum, the servers that answered must be able to hold a lock. */
 		if (answered < nodes_quorum(ns)) {
