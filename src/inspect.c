@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acquisition.h"
 #include "nodes.h"
@@ -232,12 +233,16 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 static void
 note_processes(struct lock_state *st)
 {
+	char here[256] = "";
+
+	if (gethostname(here, sizeof(here) - 1) < 0)
+		return; /* nothing can be told */
 	if (st->held || st->holders)
-		st->process = lock_value_process(st->value);
+		st->process = lock_value_process(st->value, here);
 	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
-		st->holder[i].process = lock_value_process(st->holder[i].value);
+		st->holder[i].process = lock_value_process(st->holder[i].value, here);
 	for (size_t i = 0; i < st->nwaiters; i++)
-		st->waiter[i].process = lock_value_process(st->waiter[i].value);
+		st->waiter[i].process = lock_value_process(st->waiter[i].value, here);
 }
 
 int

@@ -301,13 +301,12 @@ ttl_ms(const struct lock *l, char *buf, size_t size)
 }
 
 const char *
-lock_value_process(const char *value)
+lock_value_process(const char *value, const char *here)
 {
-	char host[LOCK_HOLDER_MAX], here[256] = "";
+	char host[LOCK_HOLDER_MAX];
 	long pid;
 
-	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 ||
-	    gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here) != 0)
+	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 || strcmp(host, here) != 0)
 		return NULL;
 	return kill((pid_t)pid, 0) == 0 || errno != ESRCH ? "running" : "gone";
 }

@@ -245,11 +245,11 @@ take_path(const char *option, const char *path, bool dir, const char **out, char
  * of the TTL (a grant that comes later than that does not count anyway), TTL/10 by default.
  */
 static enum opts_action
-parse_replicas(struct opts *o, const char *arg, char *err, size_t size)
+parse_replicas(struct opts *o, const char *name, const char *arg, char *err, size_t size)
 {
 	const char *comma = strchr(arg, ',');
 	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
-	char n[8];
+	char n[8], what[64];
 	long count = -1;
 	char *end;
 
@@ -259,19 +259,16 @@ parse_replicas(struct opts *o, const char *arg, char *err, size_t size)
 		count = strtol(n, &end, 10);
 	}
 	if (count < 0 || count > OPTS_REPLICAS_MAX)
-		return usage_error(err, size,
-				   "invalid --wait-replicas '%s': N[,TIMEOUT], N from 0 to %d", arg,
-				   OPTS_REPLICAS_MAX);
+		return usage_error(err, size, "invalid %s '%s': N[,TIMEOUT], N from 0 to %d", name,
+				   arg, OPTS_REPLICAS_MAX);
 	o->replicas = (int)count;
 	o->replicas_timeout = o->ttl / OPTS_REPLICAS_WAIT_SHARE;
-	if (comma &&
-	    !take_duration("--wait-replicas timeout", comma + 1, &o->replicas_timeout, err, size))
+	snprintf(what, sizeof(what), "%s timeout", name);
+	if (comma && !take_duration(what, comma + 1, &o->replicas_timeout, err, size))
 		return OPTS_USAGE_ERROR;
 	if (o->replicas_timeout < NS_PER_MS || o->replicas_timeout > o->ttl / 3)
-		return usage_error(err, size,
-				   "invalid --wait-replicas timeout '%s': from 1ms to a third of "
-				   "the TTL",
-				   comma + 1);
+		return usage_error(err, size, "invalid %s '%s': from 1ms to a third of the TTL",
+				   what, comma + 1);
 	if (!o->replicas)
 		o->replicas_timeout = 0;
 	return OPTS_RUN;
@@ -304,23 +301,6 @@ parse_count(const char *s, int max, int *out)
 		return -1;
 	*out = (int)n;
 	return 0;
-}
-
-/* A usage error, "invalid OPTION ...", about a value that came from the environment variable
- * (from_env) or the option: the message names where it came from (the option may be nowhere on
- * the command line). */
-static int
-from_variable(char *err, size_t size, bool from_env, const char *option, const char *variable)
-{
-	char rest[512];
-	size_t skip = strlen("invalid ") + strlen(option);
-
-	if (from_env && strncmp(err, "invalid ", 8) == 0 &&
-	    strncmp(err + 8, option, strlen(option)) == 0) {
-		snprintf(rest, sizeof(rest), "%s", err + skip);
-		snprintf(err, size, "invalid %s%s", variable, rest);
-	}
-	return OPTS_USAGE_ERROR;
 }
 
 /* The TLS settings that were not given as options, from REDLOCK_CACERT and the others. */
@@ -752,27 +732,24 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		return OPTS_USAGE_ERROR;
 	if (o->grace < 0)
 		o->grace = time_min(OPTS_GRACE_MAX_DEFAULT, o->ttl / 3);
-	bool replicas_env = !replicas, timeout_env = !connect_timeout;
+	/* A value from the environment is named by its variable in a refusal: the option may
+	 * be nowhere on the command line. */
+	const char *replicas_name = replicas ? "--wait-replicas" : "REDLOCK_WAIT_REPLICAS";
+	const char *timeout_name =
+		connect_timeout ? "--connect-timeout" : "REDLOCK_CONNECT_TIMEOUT";
 	if (!replicas && (replicas = getenv("REDLOCK_WAIT_REPLICAS")) && !*replicas)
 		replicas = NULL;
-	if (replicas && parse_replicas(o, replicas, err, size) != OPTS_RUN)
-		return from_variable(err, size, replicas_env, "--wait-replicas",
-				     "REDLOCK_WAIT_REPLICAS");
+	if (replicas && parse_replicas(o, replicas_name, replicas, err, size) != OPTS_RUN)
+		return OPTS_USAGE_ERROR;
 	if (!connect_timeout && (connect_timeout = getenv("REDLOCK_CONNECT_TIMEOUT")) &&
 	    !*connect_timeout)
 		connect_timeout = NULL;
 	if (connect_timeout) {
-		bool ok = take_duration("--connect-timeout", connect_timeout, &o->connect_timeout,
-					err, size);
-		if (ok && o->connect_timeout == 0) {
-			usage_error(err, size,
-				    "invalid --connect-timeout '%s': must be more than 0",
-				    connect_timeout);
-			ok = false;
-		}
-		if (!ok)
-			return from_variable(err, size, timeout_env, "--connect-timeout",
-					     "REDLOCK_CONNECT_TIMEOUT");
+		if (!take_duration(timeout_name, connect_timeout, &o->connect_timeout, err, size))
+			return OPTS_USAGE_ERROR;
+		if (o->connect_timeout == 0)
+			return usage_error(err, size, "invalid %s '%s': must be more than 0",
+					   timeout_name, connect_timeout);
 	}
 
 	if (o->list && (o->status || o->brk))

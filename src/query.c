@@ -244,6 +244,13 @@ query_print_json(FILE *out, const struct status *s)
 	fputs("]}\n", out);
 }
 
+/* Whether a process, as lock_value_process tells it, is gone. */
+static bool
+gone(const char *process)
+{
+	return process && strcmp(process, "gone") == 0;
+}
+
 /* "KEY is held by 2 of 3 (a semaphore): HOLDER for another T, … (fence F)", or "KEY is held
  * shared by 2: …", after prefix. */
 static void
@@ -257,13 +264,12 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 		fprintf(out, "%s%s is held by %zu of %d (a semaphore)", prefix, key, st->holders,
 			st->limit);
 	for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++) {
-		const char *value = st->holder[i].value, *process = st->holder[i].process;
-		bool kept = lock_value_kept(value);
+		const char *value = st->holder[i].value;
 		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
 			lock_describe_holder(value, who, sizeof(who)),
-			kept                                      ? " (kept)"
-			: process && strcmp(process, "gone") == 0 ? " (gone)"
-								  : "",
+			lock_value_kept(value)        ? " (kept)"
+			: gone(st->holder[i].process) ? " (gone)"
+						      : "",
 			duration_format(st->holder[i].ttl, left, sizeof(left)));
 	}
 	if (st->holders > LOCK_STATE_HOLDERS)
@@ -278,7 +284,6 @@ static void
 text_state(FILE *out, const char *prefix, const char *key, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], left[32], fence[48] = "never taken", held[32], since[48] = "";
-	const char *process;
 
 	if ((st->limit || st->shared) && st->holders) {
 		text_semaphore(out, prefix, key, st);
@@ -307,7 +312,7 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	else
 		fprintf(out, "%s%s is held by %s%s for another %s (%s)", prefix, key, who, since,
 			duration_format(st->ttl, left, sizeof(left)), fence);
-	if (!st->kept && (process = st->process) && strcmp(process, "gone") == 0)
+	if (!st->kept && gone(st->process))
 		fprintf(out, "; no such process runs on this host: it did not release, and the "
 			     "lease runs out by itself");
 	fputc('\n', out);
@@ -325,11 +330,10 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	fprintf(out, "%s%lld waiting (--queue %s)%s", prefix, st->waiting, discipline(st),
 		st->ordered ? ", in arrival order" : "");
 	for (size_t i = 0; i < st->nwaiters; i++) {
-		const char *process = st->waiter[i].process;
 		fprintf(out, "%s %s%s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
 			st->waiter[i].shared ? " (shared)" : "",
-			process && strcmp(process, "gone") == 0 ? " (gone)" : "",
+			gone(st->waiter[i].process) ? " (gone)" : "",
 			st->waiter[i].waited >= 0 ? " for " : "",
 			st->waiter[i].waited >= 0
 				? duration_format(st->waiter[i].waited, waited, sizeof(waited))
@@ -341,8 +345,7 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	/* Free, and the first in line was not woken (a release gives the one it wakes a
 	 * handoff's time): it takes the lock when it looks again, if it is still there. */
 	if (!st->held && !st->holders && st->ordered && st->nwaiters &&
-	    st->waiter[0].place > LOCK_HANDOFF &&
-	    !(st->waiter[0].process && strcmp(st->waiter[0].process, "gone") == 0))
+	    st->waiter[0].place > LOCK_HANDOFF && !gone(st->waiter[0].process))
 		fprintf(out,
 			"%snext: %s, not woken (the one a release woke did not come, or the lease "
 			"ran out unreleased); it takes the lock when it looks again, within %s, or "

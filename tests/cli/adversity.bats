@@ -518,12 +518,17 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_output 1
 }
 
-@test "--list waits for a reply no longer than --connect-timeout, as --status does" {
-	redis_start a
-	relay_start a
+# hold_on_a: a holder of job on server a, straight (not through its relay), as $holder.
+hold_on_a() {
 	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 30s job -c "echo ready > $dir/held; exec sleep 30" &
 	holder=$!
 	wait_until 5 test -s "$dir/held"
+}
+
+@test "--list waits for a reply no longer than --connect-timeout, as --status does" {
+	redis_start a
+	relay_start a
+	hold_on_a
 	# Every reply comes 2.5 s late: past a 300ms wait for it, whatever the machine's load.
 	relay_set a "delay 2500"
 	run --separate-stderr "$RR" -r "unix://$(relay_sock a)" --connect-timeout 300ms --status job
@@ -540,9 +545,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	redis_start a
 	redis_start_tcp b
 	relay_start a
-	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 30s job -c "echo ready > $dir/held; exec sleep 30" &
-	holder=$!
-	wait_until 5 test -s "$dir/held"
+	hold_on_a
 	# Each GETRANGE is sent to b, which holds no such key: the lock on a would drop out of the
 	# list, and the next SCAN would read b's keys with a's cursor.
 	relay_set a "answer-to GETRANGE MOVED 1234 127.0.0.1:$(redis_port b)"
