@@ -104,12 +104,33 @@ discipline(const struct lock_state *st)
 	return lock_discipline_of(st->held ? st->value : st->nwaiters ? st->waiter[0].value : "");
 }
 
+/* Whether a process, as lock_value_process tells it, is gone. */
+static bool
+gone(const char *process)
+{
+	return process && strcmp(process, "gone") == 0;
+}
+
+/* Free, and the first in line was not woken (a release gives the one it wakes a handoff's
+ * time): it takes the lock when it looks again, within the time this returns, if it is still
+ * there; -1 when the line is not held back so. */
+static int64_t
+stalled(const struct lock_state *st)
+{
+	if (!st->held && !st->holders && st->ordered && st->nwaiters &&
+	    st->waiter[0].place > LOCK_HANDOFF && !gone(st->waiter[0].process))
+		return st->waiter[0].place;
+	return -1;
+}
+
 /* The line's fields: "queue", its discipline, "waiting", how many, "in_order", whether
  * "waiters" are the first of them in arrival order (else some of them): {"host", "pid",
- * "token", "mode", "waited_ms", "process"}. */
+ * "token", "mode", "waited_ms", "process"}, and "stalled_ms" (see stalled). */
 static void
 json_line(FILE *out, const struct lock_state *st)
 {
+	int64_t stall = stalled(st);
+
 	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
 		discipline(st), st->waiting, st->ordered ? "true" : "false");
 	for (size_t i = 0; i < st->nwaiters; i++) {
@@ -126,7 +147,10 @@ json_line(FILE *out, const struct lock_state *st)
 		else
 			fputs(", \"process\": null}", out);
 	}
-	fputs("]", out);
+	if (stall >= 0)
+		fprintf(out, "], \"stalled_ms\": %lld", (long long)(stall / NS_PER_MS));
+	else
+		fputs("], \"stalled_ms\": null", out);
 }
 
 /* A state's fields, after the opening brace and before the eviction fields. */
@@ -244,13 +268,6 @@ query_print_json(FILE *out, const struct status *s)
 	fputs("]}\n", out);
 }
 
-/* Whether a process, as lock_value_process tells it, is gone. */
-static bool
-gone(const char *process)
-{
-	return process && strcmp(process, "gone") == 0;
-}
-
 /* "KEY is held by 2 of 3 (a semaphore): HOLDER for another T, … (fence F)", or "KEY is held
  * shared by 2: …", after prefix. */
 static void
@@ -324,6 +341,7 @@ static void
 text_line(FILE *out, const char *prefix, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], waited[32];
+	int64_t stall = stalled(st);
 
 	if (st->waiting <= 0)
 		return;
@@ -342,16 +360,13 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	if ((long long)st->nwaiters < st->waiting)
 		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
 	fputc('\n', out);
-	/* Free, and the first in line was not woken (a release gives the one it wakes a
-	 * handoff's time): it takes the lock when it looks again, if it is still there. */
-	if (!st->held && !st->holders && st->ordered && st->nwaiters &&
-	    st->waiter[0].place > LOCK_HANDOFF && !gone(st->waiter[0].process))
+	if (stall >= 0)
 		fprintf(out,
 			"%snext: %s, not woken (the one a release woke did not come, or the lease "
 			"ran out unreleased); it takes the lock when it looks again, within %s, or "
 			"at once when another run asks for it\n",
 			prefix, lock_describe_holder(st->waiter[0].value, who, sizeof(who)),
-			duration_format(st->waiter[0].place, waited, sizeof(waited)));
+			duration_format(stall, waited, sizeof(waited)));
 }
 
 void

@@ -253,6 +253,12 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 			}
 			wait_until 10 stalled
 			assert_output --partial "; it takes the lock when it looks again, within "
+			# JSON says so too: within how long the next looks again.
+			run -0 "$RR" --status --json job
+			python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert not o["held"] and o["waiting"] == 1, o
+assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 			if [[ $mode == release ]]; then
 				# Another run asking for it wakes it (and waits behind it).
 				run -75 "$RR" -n job -- echo never
