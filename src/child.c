@@ -1,5 +1,6 @@
 #include "child.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,13 +15,82 @@
 #include "exitstatus.h"
 #include "msg.h"
 
-/* The controlling terminal, if redlock-run is its foreground job; else -1. */
+/* A process's parent and process group, from /proc: -1 if it cannot be read. A zombie has
+ * no group worth counting: its parent is 0. */
+static int
+process_ids(pid_t pid, pid_t *ppid, pid_t *pgrp)
+{
+	char path[32], buf[512], state;
+	const char *after;
+	long parent, group;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "PID (COMM) STATE PPID PGRP ...": COMM may hold anything, the last ')' ends it. */
+	if (!(after = strrchr(buf, ')')) ||
+	    sscanf(after + 1, " %c %ld %ld", &state, &parent, &group) != 3)
+		return -1;
+	*ppid = state == 'Z' ? 0 : (pid_t)parent;
+	*pgrp = (pid_t)group;
+	return 0;
+}
+
+/*
+ * Whether our process group holds none but us and our own ancestors (a script that runs us):
+ * not so in a pipeline, whose other commands share the job's group. Those would lose the
+ * terminal if the command's group took it (`redlock-run KEY -- make | less`: less, stopped by
+ * SIGTTIN), and Ctrl-C would reach them alone; the command then runs as in a job without a
+ * terminal, as flock(1)'s would. (Only asked on a terminal's foreground: a look at /proc.)
+ */
+static bool
+alone_in_job(void)
+{
+	pid_t group = getpgrp(), self = getpid(), ancestors[16], pid, ppid, pgrp;
+	size_t nancestors = 0;
+	bool alone = true;
+	struct dirent *d;
+	DIR *dir;
+
+	for (pid = getppid(); pid > 1 && nancestors < 16; pid = ppid) {
+		if (process_ids(pid, &ppid, &pgrp) < 0 || pgrp != group)
+			break;
+		ancestors[nancestors++] = pid;
+	}
+	if (!(dir = opendir("/proc")))
+		return true; /* as before there was this question */
+	while (alone && (d = readdir(dir))) {
+		char *end;
+		long n = strtol(d->d_name, &end, 10);
+		bool ancestor = false;
+
+		if (*end || n <= 0 || (pid = (pid_t)n) == self)
+			continue;
+		if (process_ids(pid, &ppid, &pgrp) < 0 || pgrp != group || ppid == 0)
+			continue;
+		for (size_t i = 0; i < nancestors; i++)
+			ancestor = ancestor || ancestors[i] == pid;
+		alone = ancestor;
+	}
+	closedir(dir);
+	return alone;
+}
+
+/* The controlling terminal, if redlock-run's job is its foreground job and the job is ours
+ * alone to hand on (see alone_in_job); else -1. */
 static int
 foreground_tty(void)
 {
 	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 
-	if (fd >= 0 && tcgetpgrp(fd) != getpgrp()) {
+	if (fd >= 0 && (tcgetpgrp(fd) != getpgrp() || !alone_in_job())) {
 		close(fd);
 		fd = -1;
 	}

@@ -399,6 +399,28 @@ EOT
 	[ ! -e "$dir/continued" ]
 }
 
+@test "in a pipeline on a terminal, the other commands keep it, and Ctrl-C reaches them all, as with flock" {
+	interactive_shell
+	# The reader after the pipe reads the terminal, as less does; it would be stopped
+	# (SIGTTIN) if the command's group took the terminal from the job.
+	printf '%q job -- sh -c %q | sh -c %q\n' "$RR" "echo \$\$ > $dir/command; exec sleep 30" \
+		"read -r line </dev/tty; echo \"got:\$line\" > $dir/got; exec sleep 30" >&4
+	wait_until 5 test -s "$dir/command"
+	printf 'typed\n' >&4
+	wait_until 5 test -s "$dir/got"
+	run cat "$dir/got"
+	assert_output "got:typed"
+	printf '\003' >&4 # Ctrl-C: to the whole job, redlock-run passes it on to the command
+	printf 'echo "${PIPESTATUS[*]}" > %s/status; exit\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	exec 4>&-
+	reap "$shell"
+	run cat "$dir/status"
+	assert_output "130 130"
+	run rcli exists job
+	assert_output 0
+}
+
 @test "in a script run from a terminal, Ctrl-Z stops the whole job and fg continues it" {
 	interactive_shell
 	# two commands, so that bash forks: redlock-run is a member of the job, not its leader
