@@ -66,7 +66,7 @@ main(void)
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
 		  "\"fence\": null, "
 		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
-		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], \"stalled_ms\": null, "
 		  "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [], \"maxmemory_policy\": null, \"evictable\": null");
 	CHECK_STR(as_json("job", &free_now),
@@ -74,7 +74,7 @@ main(void)
 		  "\"pid\": null, \"token\": null, \"ttl_ms\": null, "
 		  "\"fence\": 17, "
 		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
-		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], \"stalled_ms\": null, "
 		  "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [], \"maxmemory_policy\": null, "
 		  "\"evictable\": null");
@@ -83,7 +83,7 @@ main(void)
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
 		  "\"ttl_ms\": 12300, \"fence\": 18, "
 		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
-		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], \"stalled_ms\": null, "
 		  "\"mode\": \"exclusive\", "
 		  "\"limit\": 1, \"holders\": [{\"host\": \"web-3\", \"pid\": 4242, "
 		  "\"token\": \"0f1e2d3c-4b5a-4697-8877-665544332211:web-3:4242\", "
@@ -97,7 +97,7 @@ main(void)
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
 		  "\"fence\": null, "
 		  "\"held_ms\": null, \"kept\": false, \"process\": null, \"queue\": \"fifo\", "
-		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], "
+		  "\"waiting\": 0, \"in_order\": false, \"waiters\": [], \"stalled_ms\": null, "
 		  "\"mode\": \"exclusive\", \"limit\": 1, "
 		  "\"holders\": [{\"host\": null, \"pid\": null, "
 		  "\"token\": \"x\\\"y\\\\z\\u0009tab\\u0001\\ufffd\xc3\xa9\", \"ttl_ms\": -1, "
@@ -138,6 +138,19 @@ main(void)
 		     "\"token\": "
 		     "\"11111111-2222-3333-4444-555555555556:web-5:78\", \"mode\": \"shared\", "
 		     "\"waited_ms\": 4000, \"process\": null}]") != NULL);
+	/* Free, its first waiter not woken (its place outlasts a handoff): the line is stalled
+	 * until that waiter looks again. */
+	struct lock_state stall = line;
+	stall.held = false;
+	stall.waiting = 1;
+	stall.nwaiters = 1;
+	stall.waiter[0].place = 20 * NS_PER_S;
+	CHECK(strstr(as_text("job", &stall), "  next: web-4:77, not woken ") != NULL);
+	CHECK(strstr(as_json("job", &stall), "\"waited_ms\": 13000, \"process\": null}], "
+					     "\"stalled_ms\": 20000, ") != NULL);
+	stall.waiter[0].place = LOCK_HANDOFF; /* just woken: on its way */
+	CHECK(strstr(as_text("job", &stall), "not woken") == NULL);
+	CHECK(strstr(as_json("job", &stall), "\"stalled_ms\": null") != NULL);
 	/* A deploy queue's discipline comes from its holder's value; a line without order lists
 	 * no times. */
 	snprintf(line.value, sizeof(line.value),
