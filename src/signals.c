@@ -8,7 +8,10 @@
 #include "exitstatus.h"
 #include "util.h"
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+/* The signals that end a process by default, less those the kernel sends for a fault of the
+ * receiver's own (SEGV...), SIGPIPE (see signals_init) and those rare enough to leave alone
+ * (SIGPROF, SIGXCPU...). */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
 
 bool
 signals_forwarded(int sig)

@@ -1,7 +1,7 @@
 /*
- * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT and CHLD are
- * blocked in every thread and consumed in one place, through a signalfd: no handler ever
- * runs; while the command runs, TSTP too. A signal that was ignored when redlock-run started
+ * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT, USR1, USR2, ALRM
+ * and CHLD are blocked in every thread and consumed in one place, through a signalfd: no handler
+ * ever runs; while the command runs, TSTP too. A signal that was ignored when redlock-run started
  * (HUP under nohup, INT in a script's background job) is left ignored, for redlock-run and for
  * the command alike.
  */
@@ -31,11 +31,12 @@ int signals_consume_tstp(struct signals *s);
 
 /* Takes one pending signal: its number, or 0 when none is pending. */
 int signals_take(const struct signals *s);
-/* Takes one pending signal of those that are passed on (INT, TERM, HUP, QUIT), leaving
+/* Takes one pending signal of those that are passed on (see signals_forwarded), leaving
  * SIGCHLD for signals_take: what ends a wait, and not a child we inherited exiting. */
 int signals_take_stop(const struct signals *s);
 
-/* True for the signals that are passed on to the command (INT, TERM, HUP, QUIT). */
+/* True for the signals that are passed on to the command: INT, TERM, HUP, QUIT, USR1, USR2 and
+ * ALRM. */
 bool signals_forwarded(int sig);
 
 /* For the command, between fork and exec (async-signal-safe): the signal mask and the

@@ -56,15 +56,49 @@ EOT
 	done
 }
 
-@test "SIGHUP and SIGQUIT are passed on too" {
-	for sig in HUP QUIT; do
+@test "SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM are passed on too, and the key is gone" {
+	for sig in HUP QUIT USR1 USR2 ALRM; do
 		env --default-signal=QUIT "$RR" job -c "echo ready > $dir/ready.$sig; exec sleep 60" &
 		p=$!
 		wait_until 5 test -s "$dir/ready.$sig"
 		kill -"$sig" "$p"
 		reap "$p"
 		assert_equal "$status" $((128 + $(kill -l "$sig")))
+		run rcli exists job
+		assert_output 0
 	done
+}
+
+@test "SIGUSR1 that the command handles: it runs on, and so does redlock-run, with its status" {
+	"$RR" job -c "trap 'echo rotated >> $dir/got' USR1; echo ready > $dir/ready
+		until [ -e $dir/go ]; do sleep 0.05; done; exit 3" &
+	p=$!
+	wait_until 5 test -s "$dir/ready"
+	kill -USR1 "$p"
+	wait_until 5 test -s "$dir/got"
+	run rcli exists job
+	assert_output 1
+	touch "$dir/go"
+	reap "$p"
+	assert_equal "$status" 3
+}
+
+@test "SIGUSR1 to a waiter: it leaves the line at once and dies of it, as flock(1) would" {
+	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	"$RR" job -- echo never &
+	p=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+	wait_until 5 in_line 1
+	kill -USR1 "$p"
+	reap "$p"
+	assert_equal "$status" $((128 + $(kill -l USR1)))
+	run rcli zcard '{job}:waiting'
+	assert_output 0
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
 }
 
 @test "SIGKILL to redlock-run: the command and its grandchild are gone before its lease ends" {

@@ -55,7 +55,10 @@ main(void)
 
 	CHECK(signals_forwarded(SIGTERM) && signals_forwarded(SIGINT) &&
 	      signals_forwarded(SIGHUP) && signals_forwarded(SIGQUIT));
-	CHECK(!signals_forwarded(SIGCHLD) && !signals_forwarded(SIGUSR1));
+	CHECK(signals_forwarded(SIGUSR1) && signals_forwarded(SIGUSR2) &&
+	      signals_forwarded(SIGALRM));
+	CHECK(!signals_forwarded(SIGCHLD) && !signals_forwarded(SIGPIPE) &&
+	      !signals_forwarded(SIGSEGV));
 
 	/* Taken through the descriptor, one at a time, in no handler. */
 	CHECK_INT(signals_take(&s), 0);
