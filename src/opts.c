@@ -563,7 +563,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	enum opts_action out;
 	char name[64];
 	bool nonblock = false;
-	int c, at;
+	int c, at, key_at = -1, operands;
 
 	memset(o, 0, sizeof(*o));
 	o->ttl = OPTS_TTL_DEFAULT;
@@ -575,6 +575,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 
 	optind = 0; /* a full reset, so that opts_parse can be called more than once */
 	opterr = 0;
+again:
 	/* Before each call, optind names the element being taken apart (0 means 1). */
 	while ((at = optind ? optind : 1),
 	       (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -726,6 +727,16 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 					   option_name(argv[at], name, sizeof(name)));
 		}
 	}
+	/* --status, --break and --list run no command: options after their KEY (or PATTERN) are
+	 * taken as well, `--break KEY --yes` as an on-call hand types it. */
+	if (key_at < 0 && (o->status || o->brk || o->list) && optind < argc &&
+	    strcmp(argv[optind - 1], "--") != 0) {
+		key_at = optind++;
+		goto again;
+	}
+	operands = argc - optind + (key_at >= 0);
+	if (key_at < 0)
+		key_at = optind;
 	if (nonblock)
 		o->wait = 0; /* -n wins over -w */
 	if (!tls_from_environment(o, err, size))
@@ -755,14 +766,14 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 	if (o->list && (o->status || o->brk))
 		return usage_error(err, size, "--list and %s: one or the other",
 				   o->status ? "--status" : "--break");
-	if (o->list && (shell_string || optind + 1 < argc))
+	if (o->list && (shell_string || operands > 1))
 		return usage_error(err, size, "--list takes a PATTERN at most, and no COMMAND");
-	if (o->list && optind >= argc)
+	if (o->list && !operands)
 		o->key = "*"; /* every lock */
-	else if (optind >= argc)
+	else if (!operands)
 		return usage_error(err, size, "missing KEY");
 	else
-		o->key = argv[optind];
+		o->key = argv[key_at];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
 	if (!prefix)
@@ -789,7 +800,7 @@ opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
 		return usage_error(err, size, "--break and --status: one or the other");
 	if (o->yes && !o->brk)
 		return usage_error(err, size, "--yes goes with --break");
-	if ((o->status || o->brk) && (shell_string || optind + 1 < argc))
+	if ((o->status || o->brk) && (shell_string || operands > 1))
 		return usage_error(err, size, "--%s takes a KEY and no COMMAND",
 				   o->brk ? "break" : "status");
 	if (!o->status && !o->brk && !o->list &&

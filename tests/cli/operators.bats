@@ -210,7 +210,8 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	wait_until 5 in_line
 	local expires
 	expires=$(rcli pexpiretime job)
-	run -0 "$RR" --break --yes job
+	# --yes after KEY, as an on-call hand adds it to the line it typed
+	run -0 "$RR" --break job --yes
 	assert_output --regexp "^broke job, held by $(hostname):$holder \(taken [0-9.]+m?s ago, [0-9.]+s of its lease left\): fence $(cat "$dir/holder-fence"), now [0-9]{16}$"
 	local broken=${output##* }
 	reap "$waiter"

@@ -231,6 +231,14 @@ main(void)
 	REFUSED("--status takes a KEY and no COMMAND", "--status", "job", "--", "true");
 	REFUSED("--status takes a KEY and no COMMAND", "--status", "-c", "x", "job");
 	REFUSED("missing KEY", "--status");
+	/* Running nothing, they take options after KEY too; not after "--", nor a second KEY. */
+	CHECK_INT(PARSE("--status", "job", "--json", "-v"), OPTS_RUN);
+	CHECK(o.status && o.json && o.verbosity == MSG_VERBOSE);
+	CHECK_STR(o.key, "job");
+	DONE();
+	REFUSED("--status takes a KEY and no COMMAND", "--status", "job", "--json", "other");
+	REFUSED("--status takes a KEY and no COMMAND", "--status", "--", "job", "--json");
+	REFUSED("unknown option '--bogus'", "--status", "job", "--bogus");
 
 	/* --list takes a pattern, all by default; --break a KEY, and --yes only with it. */
 	CHECK_INT(PARSE("--list"), OPTS_RUN);
@@ -249,6 +257,18 @@ main(void)
 	REFUSED("--yes goes with --break", "--yes", "job", "true");
 	REFUSED("--break and --status: one or the other", "--break", "--status", "job");
 	REFUSED("--break takes a KEY and no COMMAND", "--break", "job", "true");
+	CHECK_INT(PARSE("--break", "job", "--yes"), OPTS_RUN);
+	CHECK(o.brk && o.yes);
+	CHECK_STR(o.key, "job");
+	DONE();
+	CHECK_INT(PARSE("--list", "deploy:*", "--json"), OPTS_RUN);
+	CHECK(o.list && o.json);
+	CHECK_STR(o.key, "deploy:*");
+	DONE();
+	/* A run's options stop at KEY, as flock's do: what follows is the command's. */
+	CHECK_INT(PARSE("job", "--json"), OPTS_RUN);
+	CHECK(!o.json && o.command && strcmp(o.command[0], "--json") == 0);
+	DONE();
 	/* A prefix is part of the name, which the rule for '}' then applies to. */
 	CHECK_INT(PARSE("--prefix", "{team}:", "job", "true"), OPTS_RUN);
 	CHECK_STR(o.key, "{team}:job");
