@@ -83,6 +83,8 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 	len = (size_t)n + (size_t)m;
 	if (len > sizeof(line) - strlen(tail) - 1)
 		len = sizeof(line) - strlen(tail) - 1;
+	line[len] = '\0';
+	msg_printable(line + n);
 	memcpy(line + len, tail, strlen(tail));
 	len += strlen(tail);
 	/* A line that does not fit at once is cut rather than waited for (see msg.h). */
@@ -172,6 +174,15 @@ msg_progress_end(void)
 	if (progress_open)
 		put(CLEAR_LINE, strlen(CLEAR_LINE));
 	progress_open = false;
+}
+
+char *
+msg_printable(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
 }
 
 const char *

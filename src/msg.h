@@ -47,4 +47,9 @@ bool msg_progress_live(void);
 /* strerror(), lower-cased as the rest of a message: "connection refused". */
 const char *msg_strerror(int err, char *buf, size_t size);
 
+/* Replaces each control character of s (a newline, an escape) with '?', in place, and returns
+ * s: a name from the command line or from Redis stays on its line, and sends the terminal no
+ * command. Every message goes through it. */
+char *msg_printable(char *s);
+
 #endif

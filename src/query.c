@@ -372,10 +372,13 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 void
 query_print_text(FILE *out, const struct status *s)
 {
-	char prefix[320];
+	char prefix[320], *key = strdup(s->key);
 
+	if (!key)
+		return;
+	msg_printable(key);
 	if (s->decided) {
-		text_state(out, "", s->key, &s->all);
+		text_state(out, "", key, &s->all);
 		text_line(out, "  ", &s->all);
 	}
 	/* With one server, where a Sentinel or a cluster sent the question is worth a line. */
@@ -386,7 +389,7 @@ query_print_text(FILE *out, const struct status *s)
 			 s->node[i].role ? " (" : "", s->node[i].role ? s->node[i].role : "",
 			 s->node[i].role ? ")" : "");
 		if (s->node[i].st.answered)
-			text_state(out, prefix, s->key, &s->node[i].st);
+			text_state(out, prefix, key, &s->node[i].st);
 		else
 			fprintf(out, "%sno answer (%s)\n", prefix, s->node[i].st.error);
 	}
@@ -409,6 +412,7 @@ query_print_text(FILE *out, const struct status *s)
 				"(maxmemory-policy %s): set it to noeviction\n",
 				s->node[i].ev.policy);
 	}
+	free(key);
 }
 
 /* The settings INFO memory's text says into ev. */

@@ -396,6 +396,22 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
+@test "a KEY with a newline or an escape in it: messages and --status show it on one line" {
+	local key=$'two\nlines\e[2J'
+	"$RR" "$key" -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -75 "$RR" --status "$key"
+	assert_equal "${#lines[@]}" 1
+	assert_output --regexp '^two\?lines\?\[2J is held by '
+	run -75 --separate-stderr "$RR" -n -v "$key" -- true
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^redlock-run: two\?lines\?\[2J is held by $(hostname):$holder; giving up after "
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+}
+
 @test "--list: a name with a newline or an escape in it stays on its row" {
 	rcli eval "redis.call('SET', ARGV[1], ARGV[2], 'PX', 60000)" 0 $'two\nlines\e[2J' \
 		"12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null

@@ -40,6 +40,12 @@ all_three(void)
 }
 
 static void
+control(void)
+{
+	msg_error("cannot take %s", "two\nlines\x1b[2J\x7f");
+}
+
+static void
 progress(void)
 {
 	msg_progress("waiting for %s", "job");
@@ -65,6 +71,10 @@ main(void)
 	/* Off a terminal, progress is an ordinary line. */
 	CHECK(!msg_progress_live());
 	CHECK_STR(capture(progress), "redlock-run: waiting for job\nredlock-run: acquired\n");
+
+	/* A name with control characters in it stays on its line, and sends the terminal none. */
+	CHECK_STR(capture(control), "redlock-run: cannot take two?lines?[2J?\n");
+	CHECK_STR(msg_printable((char[]){ "a\tb\xc3\xa9" }), "a?b\xc3\xa9");
 
 	CHECK_STR(msg_strerror(ECONNREFUSED, buf, sizeof(buf)), "connection refused");
 	CHECK_STR(msg_strerror(EIO, buf, sizeof(buf)), "input/output error");
