@@ -309,29 +309,6 @@ child_group_empty(const struct child *ch)
 	return kill(-ch->pgid, 0) < 0 && errno == ESRCH;
 }
 
-/*
- * Stops redlock-run with SIGTSTP, so that what runs it sees "Stopped" as for any job: sent to
- * our whole process group (the job, which may be a script that ran us) or to us alone.
- * SIGTSTP is blocked while the command runs (signals_consume_tstp): let through for that
- * moment, it stops us as it would have. Unless it was ignored on entry: then SIGSTOP.
- */
-static void
-stop_self(bool whole_job)
-{
-	struct sigaction sa;
-	sigset_t tstp;
-
-	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL) {
-		kill(getpid(), SIGSTOP);
-		return;
-	}
-	sigemptyset(&tstp);
-	sigaddset(&tstp, SIGTSTP);
-	kill(whole_job ? 0 : getpid(), SIGTSTP);
-	sigprocmask(SIG_UNBLOCK, &tstp, NULL); /* stopped here until continued */
-	sigprocmask(SIG_BLOCK, &tstp, NULL);
-}
-
 bool
 child_suspend(const struct child *ch, bool asked)
 {
@@ -344,7 +321,7 @@ child_suspend(const struct child *ch, bool asked)
 		take_terminal_back(ch);
 	/* Then the job, the way the terminal would have stopped it; or, when the stop was
 	 * sent to us, ourselves (a stop sent to our job has reached the rest of it). */
-	stop_self(!asked);
+	signals_stop_self(!asked);
 	return true;
 }
 

@@ -34,6 +34,10 @@ signals_init(struct signals *s)
 			continue;
 		sigaddset(&consumed, forwarded[i]);
 	}
+	/* SIGTSTP too: a waiter leaves the line before it stops (see signals_stop_self), and
+	 * while the command runs, a stop sent to us reaches its group first (child_suspend). */
+	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+		sigaddset(&consumed, SIGTSTP);
 	sigaddset(&consumed, SIGCHLD);
 	/* With SIGCHLD ignored, children would be reaped behind our back and their status
 	 * lost; the command gets the ignored disposition back before exec. */
@@ -60,21 +64,21 @@ signals_init(struct signals *s)
 	return s->fd < 0 || s->stop_fd < 0 ? -1 : 0;
 }
 
-int
-signals_consume_tstp(struct signals *s)
+void
+signals_stop_self(bool whole_job)
 {
 	struct sigaction sa;
 	sigset_t tstp;
 
-	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN)
-		return 0;
+	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL) {
+		kill(getpid(), SIGSTOP);
+		return;
+	}
 	sigemptyset(&tstp);
 	sigaddset(&tstp, SIGTSTP);
-	sigaddset(&s->consumed, SIGTSTP);
-	/* (The watchdog's thread blocks every signal: this one thread is the process.) */
-	if (sigprocmask(SIG_BLOCK, &tstp, NULL) < 0 || signalfd(s->fd, &s->consumed, 0) < 0)
-		return -1;
-	return 0;
+	kill(whole_job ? 0 : getpid(), SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &tstp, NULL); /* stopped here until continued */
+	sigprocmask(SIG_BLOCK, &tstp, NULL);
 }
 
 static int

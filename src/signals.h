@@ -1,7 +1,7 @@
 /*
- * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT, USR1, USR2, ALRM
- * and CHLD are blocked in every thread and consumed in one place, through a signalfd: no handler
- * ever runs; while the command runs, TSTP too. A signal that was ignored when redlock-run started
+ * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT, USR1, USR2, ALRM,
+ * TSTP and CHLD are blocked in every thread and consumed in one place, through a signalfd: no
+ * handler ever runs. A signal that was ignored when redlock-run started
  * (HUP under nohup, INT in a script's background job) is left ignored, for redlock-run and for
  * the command alike.
  */
@@ -23,16 +23,16 @@ struct signals {
  * errno set. */
 int signals_init(struct signals *s);
 
-/* Once the command is about to start: SIGTSTP (unless ignored on entry) is consumed too, so
- * that a stop sent to redlock-run (kill -TSTP, or to its job) is passed on to the command's
- * group and stops redlock-run only once the command has stopped (see child_suspend), rather
- * than redlock-run alone. Before, a waiter stops as flock would. 0, or -1 with errno set. */
-int signals_consume_tstp(struct signals *s);
+/* Stops redlock-run with SIGTSTP, so that what runs it sees "Stopped" as for any job: sent to
+ * our whole process group (the job, which may be a script that ran us) or to us alone. SIGTSTP
+ * is blocked (consumed): let through for that moment, it stops us as it would have. Unless
+ * it was ignored on entry: then SIGSTOP. Returns once continued. */
+void signals_stop_self(bool whole_job);
 
 /* Takes one pending signal: its number, or 0 when none is pending. */
 int signals_take(const struct signals *s);
-/* Takes one pending signal of those that are passed on (see signals_forwarded), leaving
- * SIGCHLD for signals_take: what ends a wait, and not a child we inherited exiting. */
+/* Takes one pending signal of those that are passed on (see signals_forwarded), or SIGTSTP,
+ * leaving SIGCHLD for signals_take: what ends a wait, and not a child we inherited exiting. */
 int signals_take_stop(const struct signals *s);
 
 /* True for the signals that are passed on to the command: INT, TERM, HUP, QUIT, USR1, USR2 and

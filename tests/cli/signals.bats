@@ -83,6 +83,34 @@ EOT
 	assert_equal "$status" 3
 }
 
+@test "SIGTSTP to a waiter: it leaves the line, then stops; the next waiter is not held back; continued, it waits again" {
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$! a b expires
+	wait_until 5 test -e "$dir/held"
+	expires=$(rcli pexpiretime job)
+	in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+	"$RR" -t 30s job -c "echo \$REDLOCK_FENCE > $dir/a-fence" &
+	a=$!
+	wait_until 5 in_line 1
+	"$RR" -t 30s job -c "echo \$REDLOCK_FENCE > $dir/b-fence" &
+	b=$!
+	wait_until 5 in_line 2
+	kill -TSTP "$a"
+	wait_until 5 stopped "$a"
+	in_line 1
+	touch "$dir/go"
+	reap "$holder"
+	reap "$b"
+	assert_equal "$status" 0
+	# At once, not a lease later (by the server's clock), and A has not run meanwhile.
+	(($(cat "$dir/b-fence") / 1000 < expires))
+	[ ! -e "$dir/a-fence" ]
+	kill -CONT "$a"
+	reap "$a"
+	assert_equal "$status" 0
+	(($(cat "$dir/a-fence") > $(cat "$dir/b-fence")))
+}
+
 @test "SIGUSR1 to a waiter: it leaves the line at once and dies of it, as flock(1) would" {
 	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
