@@ -517,15 +517,24 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 }
 
 /* The peer closed the connection: a server that asked for the client certificate we did not
- * have closes before its first reply, and says why only if its alert outran the close. */
+ * have, or refused the one we gave (TLS 1.3 checks it after our side of the handshake is
+ * done), closes before its first reply, and says why only if its alert outran the close
+ * (our first request, reaching a closed socket, may reset the connection before the alert
+ * is read). */
 static enum tls_result
 closed(const struct tls *t, char *err, size_t size)
 {
-	if (!t->no_cert || t->read_any)
+	if (t->read_any)
 		return TLS_CLOSED;
-	snprintf(err, size,
-		 "the server asked for a client certificate and closed the connection "
-		 "without one (give one with --cert and --key)");
+	if (t->no_cert)
+		snprintf(err, size,
+			 "the server asked for a client certificate and closed the connection "
+			 "without one (give one with --cert and --key)");
+	else
+		snprintf(err, size,
+			 "the server closed the connection before its first reply, as one does "
+			 "that refuses the client certificate (--cert: a CA it does not trust, "
+			 "expired); its log says why");
 	return TLS_FAILED;
 }
 
@@ -568,11 +577,21 @@ outcome(struct tls *t, int ok, bool handshaking, char *err, size_t size)
 	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
 	case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
 	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
 	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
-		snprintf(err, size,
-			 "the server demanded a client certificate it accepts (%s; give "
-			 "one with --cert and --key)",
-			 (p_ERR_error_string_n(code, why, sizeof(why)), why));
+		/* The server's alerts are about our certificate, or the lack of one. */
+		p_ERR_error_string_n(code, why, sizeof(why));
+		if (t->no_cert)
+			snprintf(err, size,
+				 "the server demanded a client certificate it accepts (%s; give "
+				 "one with --cert and --key)",
+				 why);
+		else
+			snprintf(err, size,
+				 "the server refused the client certificate (--cert): %s", why);
 		break;
 	default:
 		p_ERR_error_string_n(code, why, sizeof(why));
