@@ -554,6 +554,11 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		rd->young_ready =
 			ready[time_min((int64_t)(nodes_quorum(ns) - rd->yes), (int64_t)k) - 1];
 		set_error(l, "%s", rd->young_why);
+		if (q->wait != 0 && !q->young_told) {
+			/* A wait of a lease that nothing else explains: said once, -v or not. */
+			msg_warn("%s; waiting for that", rd->young_why);
+			q->young_told = true;
+		}
 		if (rd->young == rd->held)
 			l->holder[0] = '\0'; /* nobody else was seen */
 		return ATTEMPT_HELD;

@@ -49,6 +49,7 @@ struct acquisition {
 	int64_t pause;       /* the pause before trying silent servers again; 0 while they
 			      * answer */
 	bool seen_held;      /* a quorum said another holds the lock */
+	bool young_told;     /* a wait for young servers was said (once, even without -v) */
 	int splits;          /* -n: rounds that contenders split, tried again (LOCK_SPLITS) */
 	bool in_line;        /* an attempt went out that may have put us in line */
 	/* One server: the next attempt's request went out already, behind the BLPOP, so that
