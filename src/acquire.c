@@ -43,8 +43,10 @@ lock_grant_in_time(const struct lock *l, int64_t valid_until, int64_t now)
 static void
 set_unsure_error(struct lock *l, const char *why)
 {
-	set_error(l, "%s; if the lock was taken, it expires within %lldms", why,
-		  (long long)(l->ttl / NS_PER_MS));
+	char ttl[32];
+
+	set_error(l, "%s; if the lock was taken, it expires within %s", why,
+		  duration_format(l->ttl, ttl, sizeof(ttl)));
 }
 
 void

@@ -370,8 +370,8 @@ query_list(const struct opts *o)
 			if (!(master = nodes_new(&m[k], 1)))
 				msg_fatal(STATUS_OSERR, "cannot set up the list");
 			if (scan(master, 0, o->key, timeout, &n, error, sizeof(error)) < 0) {
-				msg_error("cannot list the locks on %s: %s",
-					  nodes_address(master, 0), error);
+				/* (The error names the server.) */
+				msg_error("cannot list the locks: %s", error);
 				status = STATUS_UNAVAILABLE;
 			}
 			nodes_free(master);
@@ -384,7 +384,7 @@ query_list(const struct opts *o)
 				answered++;
 				continue;
 			}
-			msg_error("cannot list the locks on %s: %s", nodes_address(ns, i), error);
+			msg_error("cannot list the locks: %s", error);
 			silent[i] = true; /* not asked about each lock either: waited for once */
 		}
 		/* Over a quorum, the servers that answered must be able to hold a lock. */

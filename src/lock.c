@@ -380,6 +380,8 @@ refusal(const struct reply *r, char *buf, size_t size)
 	if (reply_type(r) != REPLY_ERROR)
 		return "unexpected reply";
 	e = reply_string(r, NULL);
+	if (strncmp(e, "LIMIT ", 6) == 0)
+		e += 6; /* our own script's code: the rest says it */
 	len = strlen(e);
 	if ((at = strstr(e, " script: ")) && strstr(at, "@user_script:"))
 		len = (size_t)(at - e);
@@ -463,6 +465,9 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 		set_error(l, "%s refused to take %s: %s%s", address, l->key,
 			  refusal(r, said, sizeof(said)),
 			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
+			  : strncmp(e, "NOAUTH", 6) == 0
+				  ? "; give its password with --password-file, "
+				    "$REDLOCK_PASSWORD or in the URL"
 			  : strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
 					 : "; it holds another type of value, not redlock-run's");

@@ -270,7 +270,7 @@ section() {
 	[[ $stderr == *"; the password came from --password-file $BATS_TEST_TMPDIR/secret" ]]
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
-	[[ $stderr == *NOAUTH* ]]
+	[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD or in the URL" ]]
 	run rcli_on locked -a 'right horse' --no-auth-warning exists job
 	assert_output 0
 }

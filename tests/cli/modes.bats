@@ -145,16 +145,16 @@ occupancy() {
 	local holder=$!
 	wait_until 5 test -e "$dir/held"
 	run -69 "$RR" -l 2 -n sem -- echo never
-	assert_output --partial "LIMIT sem is held with --limit 3, not with --limit 2"
+	assert_output --partial "refused to take sem: sem is held with --limit 3, not with --limit 2"
 	run -69 "$RR" -n sem -- echo never
-	assert_output --partial "LIMIT sem is held with --limit 3, not as a lock"
+	assert_output --partial "refused to take sem: sem is held with --limit 3, not as a lock"
 	kill "$holder"
 	wait "$holder" || true
 	"$RR" lock -- sh -c 'touch "$1/locked"; exec sleep 30' sh "$dir" &
 	holder=$!
 	wait_until 5 test -e "$dir/locked"
 	run -69 "$RR" -l 2 -n lock -- echo never
-	assert_output --partial "LIMIT lock is held as a lock, not with --limit 2"
+	assert_output --partial "refused to take lock: lock is held as a lock, not with --limit 2"
 	kill "$holder"
 	wait "$holder" || true
 	run -64 "$RR" -l 2 -r "$REDLOCK_URL" -r redis://127.0.0.1:1 sem -- true
@@ -444,7 +444,7 @@ assert o["held"] and o["kept"] and o["token"] == o["holders"][0]["token"], o'
 	local s=$!
 	wait_until 5 test -e "$dir/s"
 	run -69 "$RR" -l 2 -n mix -- echo never
-	assert_output --partial "LIMIT mix is held shared, not with --limit 2"
+	assert_output --partial "refused to take mix: mix is held shared, not with --limit 2"
 	run -75 "$RR" -n mix -- echo never
 	run -75 "$RR" -s -x -n mix -- echo never
 	kill "$s"
@@ -453,7 +453,7 @@ assert o["held"] and o["kept"] and o["token"] == o["holders"][0]["token"], o'
 	s=$!
 	wait_until 5 test -e "$dir/l"
 	run -69 "$RR" -s -n mix -- echo never
-	assert_output --partial "LIMIT mix is held with --limit 2, not shared"
+	assert_output --partial "refused to take mix: mix is held with --limit 2, not shared"
 	kill "$s"
 	wait "$s" || true
 	run -64 "$RR" -s -l 2 mix -- true

@@ -69,7 +69,7 @@ foreign() {
 	run -75 "$RR" -n job -- true
 	run -75 "$RR" -n -s job -- true
 	run -69 "$RR" -n -l 2 job -- true
-	assert_output --partial "LIMIT job is held as a lock, not with --limit 2"
+	assert_output --partial "refused to take job: job is held as a lock, not with --limit 2"
 	touch "$dir/go"
 	wait "$holder"
 }
@@ -471,7 +471,7 @@ print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])'
 	quorum_stop
 	run -69 --separate-stderr "$RR" --list
 	assert_output ""
-	[[ $stderr == *"cannot list the locks on 127.0.0.1:"* ]]
+	[[ $stderr == "redlock-run: cannot list the locks: "*"127.0.0.1:"* ]]
 	run -69 --separate-stderr "$RR" --list --json
 	assert_output ""
 }
