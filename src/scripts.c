@@ -324,17 +324,22 @@
  * keeps that queue for an hour, or the wait if longer (a line whose waiters all wait longer
  * than an hour for one holder keeps its order too). Otherwise it leaves that line.
  *
- * The places' key lives as long as the latest place: the places of one KEY's waiters end
- * together, shortly after the lease they all wait out, and a waiter takes its place again each
- * time it looks, so setting the key's life to ours costs one command, not two. (Should it end an
- * older waiter's longer place early, that waiter's wake-up waits for the lease it waits out,
- * as a lost wake-up's does.)
+ * The places' key lives as long as the latest place: each look lengthens its life to that of
+ * its own place, and never shortens it. A place can be short (behind what --min-hold keeps of
+ * a lease, a front waiter's handoff, a holder with a short lease), and the key's end would take
+ * every longer place with it: the line would wake nobody and lose its order. PEXPIRE GT does it
+ * in one command (Redis 7.0 and later; a key without expiry counts as endless, so a key that
+ * ZADD just made is given one); an older server asks PTTL first.
  */
 #define WAIT_IN_LINE                                                                               \
 	"if handoff > 0 then\n"                                                                    \
 	"  local life = math.max(pttl, 0) + math.floor(math.max(pttl, 0) / 50) + handoff\n"        \
 	"  local new = redis.call('ZADD', places, side * (clock() + life), me)\n"                  \
-	"  redis.call('PEXPIRE', places, life)\n"                                                  \
+	"  local longer = redis.pcall('PEXPIRE', places, life, 'GT')\n"                            \
+	"  if type(longer) == 'table' and redis.call('PTTL', places) < life or\n"                  \
+	"     longer == 0 and new == 1 and redis.call('PTTL', places) == -1 then\n"                \
+	"    redis.call('PEXPIRE', places, life)\n"                                                \
+	"  end\n"                                                                                  \
 	"  if ordered then\n"                                                                      \
 	"    if new == 1 then\n"                                                                   \
 	"      redis.call('ZADD', queue_of(me), 'NX', string.format('%.0f', now_us), me)\n"        \

@@ -73,6 +73,34 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(ran)" "$(seq 40 | tr '\n' ' ' | sed 's/ $//')"
 }
 
+@test "fifo: a waiter with a short place (behind what --min-hold keeps) does not end the others'" {
+	# The front waiter, woken by a release that --min-hold keeps taken for 2s more, takes a
+	# place that ends with that; the places of those behind it, waiting out the next 20s
+	# lease, must outlive it, or the line wakes nobody and loses its order.
+	hold job -t 20s --min-hold 2s
+	"$RR" -t 20s job -c "echo 1 >> $dir/ran; touch $dir/one; until [ -e $dir/go.one ]; do sleep 0.02; done" &
+	pids[1]=$!
+	wait_until 10 queued 1
+	for i in 2 3 4; do
+		"$RR" -t 20s job -c "echo $i >> $dir/ran" &
+		pids[i]=$!
+		wait_until 10 queued "$i"
+	done
+	touch "$dir/go.job"
+	reap "$holder"
+	assert_equal "$status" 0
+	wait_until 10 test -e "$dir/one"
+	# 1 took the lock at the end of what was kept, a second or so after its short place
+	# was set: the places of 2, 3 and 4 last for most of the lease still.
+	local left
+	left=$(rcli pttl '{job}:waiting')
+	echo "the places' key has ${left}ms left" >&2
+	((left > 5000))
+	touch "$dir/go.one"
+	reap_ok "${pids[@]}"
+	assert_equal "$(ran)" "1 2 3 4"
+}
+
 @test "fifo: nobody overtakes a waiter whose turn it is, not -n, not a newcomer, while the lock is free" {
 	# The instant of a handoff, held still: the lock free, a waiter of another host first in
 	# line, its place lasting 30s more (as a release leaves it, for a second, to a waiter
