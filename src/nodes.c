@@ -306,15 +306,18 @@ reopen(struct node *n, int64_t deadline, int intr_fd)
 }
 
 /* Whether the Sentinels still name the master node n is open to (asked once in a while): when
- * they name another, its connection is closed, and true returned. */
+ * they name another, its connection is closed, and true returned. They get a quarter of the
+ * time left to the request at most: Sentinels that do not answer (frozen, cut off) must not
+ * make a renewal late. */
 static bool
 confirm(struct node *n, int64_t deadline, int intr_fd)
 {
 	int64_t now = clock_now();
 
 	n->confirmed_at = now;
-	return sentinel_confirm(n->sentinel, n->conn,
-				time_min(deadline, now + NODE_CONFIRM_TIMEOUT), intr_fd);
+	return sentinel_confirm(
+		n->sentinel, n->conn,
+		now + time_min(NODE_CONFIRM_TIMEOUT, time_max(deadline - now, 0) / 4), intr_fd);
 }
 
 void

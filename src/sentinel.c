@@ -16,6 +16,7 @@ struct sentinel {
 	struct redis_url *at;
 	struct conn **conns; /* to each Sentinel, opened when asked */
 	size_t last;         /* the Sentinel that answered last */
+	bool silent;         /* none of them answered when last asked (down, frozen, cut off) */
 	char first[300];     /* the master found first, or "" */
 	char moved[700];
 	char error[1024];
@@ -70,6 +71,15 @@ sentinel_new_like(const struct sentinel *like)
 	if (s) {
 		s->last = like->last;
 		memcpy(s->first, like->first, sizeof(s->first));
+		/* The master found last, to fall back on when no Sentinel answers (see
+		 * sentinel_connect): a watchdog's first renewal needs no Sentinel. */
+		if (like->master.host && !(s->master.host = strdup(like->master.host))) {
+			sentinel_free(s);
+			return NULL;
+		}
+		s->master.port = like->master.port;
+		if (s->master.host)
+			s->master.master = NULL; /* named by its address, as retarget does */
 	}
 	return s;
 }
@@ -162,8 +172,9 @@ read_address(const struct reply *r, char *host, size_t size, unsigned *port)
 }
 
 /*
- * Asks the Sentinels in turn, the one that answered last first, each for SENTINEL_ASK_TIMEOUT
- * at most, where the master is: into host and *port.
+ * Asks the Sentinels in turn, the one that answered last first, where the master is: into host
+ * and *port. Each gets SENTINEL_ASK_TIMEOUT at most, and no more than its share of the time left
+ * until deadline, so that one that is frozen leaves the others time to answer.
  */
 static enum conn_result
 ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, unsigned *port)
@@ -173,10 +184,13 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 	size_t n = s->url->nhosts, unknown = 0, refused = 0;
 	char why[768] = "", line[600];
 
+	s->silent = true;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (s->last + k) % n;
 		struct conn *c = s->conns[i];
-		int64_t until = time_min(deadline, clock_now() + SENTINEL_ASK_TIMEOUT);
+		int64_t now = clock_now();
+		int64_t share = time_max(deadline - now, 0) / (int64_t)(n - k);
+		int64_t until = time_min(deadline, now + time_min(SENTINEL_ASK_TIMEOUT, share));
 		struct reply *r = NULL;
 		enum conn_result res = CONN_OK;
 
@@ -191,6 +205,7 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 			note(why, sizeof(why), conn_error(c));
 			continue;
 		}
+		s->silent = false;
 		if (read_address(r, host, size, port) == 0) {
 			reply_free(r);
 			s->last = i;
@@ -277,7 +292,19 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 	bool master;
 
 	for (;;) {
-		if ((res = ask(s, deadline, intr_fd, host, sizeof(host), &port)) != CONN_OK)
+		/* With a master found before, the Sentinels get half the time: if none of them
+		 * answers, that master stays counted (the man page, SENTINEL AND REPLICAS), as
+		 * long as it still says it is one, and the rest of the time is for it. */
+		int64_t asked =
+			s->master.host ? clock_now() + (deadline - clock_now()) / 2 : deadline;
+		res = ask(s, asked, intr_fd, host, sizeof(host), &port);
+		if (res != CONN_OK && res != CONN_INTERRUPTED && s->silent && s->master.host &&
+		    strlen(s->master.host) < sizeof(host)) {
+			snprintf(host, sizeof(host), "%s", s->master.host);
+			port = s->master.port;
+			res = CONN_OK;
+		}
+		if (res != CONN_OK)
 			return res;
 		if (retarget(s, c, host, port) < 0)
 			return fail(s, CONN_FAILED, "out of memory");

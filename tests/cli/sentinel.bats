@@ -112,6 +112,44 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	[[ $(on_master exists job) == 0 ]]
 }
 
+@test "every Sentinel frozen while the command runs: the master they named stays counted, renewals go on" {
+	"$RR" -v -t 3s job -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done; exit 7' sh "$dir" \
+		2>"$dir/err" &
+	local pid=$! i
+	wait_until 5 held_on m1 job
+	# Frozen before the first renewal: the watchdog's own connection to the master is yet to
+	# be opened, and no Sentinel answers (they accept connections, and say nothing).
+	for i in 1 2 3; do kill -STOP "$(redis_pid "s$i")"; done
+	renewals() { grep -c "renewed job" "$dir/err" || true; }
+	renewed_thrice() { (($(renewals) >= 3)); }
+	wait_until 20 renewed_thrice || true
+	for i in 1 2 3; do kill -CONT "$(redis_pid "s$i")"; done
+	cat "$dir/err"
+	renewed_thrice
+	kill -0 "$pid"
+	touch "$dir/go"
+	reap "$pid"
+	assert_equal "$status" 7
+	[[ $(rcli_on m1 exists job) == 0 ]]
+	# One Sentinel frozen, the one asked first, under a 1s lease (a renewal every 333ms): it
+	# must not take the whole of a renewal's time, the others answer in the rest.
+	rm -f "$dir/go" "$dir/err"
+	"$RR" -v -t 1s job -- sh -c 'until [ -e "$1/go" ]; do sleep 0.05; done; exit 7' sh "$dir" \
+		2>"$dir/err" &
+	pid=$!
+	wait_until 5 held_on m1 job
+	kill -STOP "$(redis_pid s1)"
+	renewed_eight() { (($(renewals) >= 8)); }
+	wait_until 20 renewed_eight || true
+	kill -CONT "$(redis_pid s1)"
+	cat "$dir/err"
+	renewed_eight
+	kill -0 "$pid"
+	touch "$dir/go"
+	reap "$pid"
+	assert_equal "$status" 7
+}
+
 @test "shared and --limit holders ride a forced failover and release on the new master" {
 	local old pids=() i
 	old=$(master_port)
