@@ -345,10 +345,15 @@ open_timed_out(struct conn *c)
 		/* How long it had: a request whose time was nearly up when it came to connecting
 		 * (after a failover's pauses) is not a server that does not answer. */
 		char within[32], buf[128];
-		return fail(
-			c, CONN_FAILED, "cannot connect to %s within %s: %s", c->address,
-			duration_format(c->open_deadline - c->open_started, within, sizeof(within)),
-			msg_strerror(ETIMEDOUT, buf, sizeof(buf)));
+		int64_t had = c->open_deadline - c->open_started;
+		if (had < NS_PER_MS)
+			return fail(c, CONN_FAILED,
+				    "no time was left to connect to %s (the request's time ran out "
+				    "before)",
+				    c->address);
+		return fail(c, CONN_FAILED, "cannot connect to %s within %s: %s", c->address,
+			    duration_format(had, within, sizeof(within)),
+			    msg_strerror(ETIMEDOUT, buf, sizeof(buf)));
 	}
 	case PHASE_HANDSHAKE:
 		/* A plain server takes the TLS hello for the start of an inline command, and

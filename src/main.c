@@ -156,6 +156,16 @@ lost_to_break(const struct lock *l, struct outcome *out)
  * have expired while the server stalled; after a lost reply, our own release most likely
  * deleted it. The command ended inside its lease either way (supervise saw to that).
  */
+/* A Sentinel failover seen in this run ("the master of 'm' moved from ... to ..."), or NULL. */
+static const char *
+failover(const struct nodes *ns)
+{
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (nodes_failover(ns, i))
+			return nodes_failover(ns, i);
+	return NULL;
+}
+
 static void
 release(struct lock *l, struct nodes *ns, struct outcome *out)
 {
@@ -186,7 +196,8 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 				 l->key);
 			break;
 		}
-		msg_error("lost the lock on %s: it was gone when the command ended", l->key);
+		msg_error("lost the lock on %s: it was gone when the command ended%s%s", l->key,
+			  failover(ns) ? "; " : "", failover(ns) ? failover(ns) : "");
 		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
 		break;
 	case LOCK_RELEASE_LOST_DATA:

@@ -209,6 +209,26 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output second
 }
 
+@test "a failover that loses the key, and the command ends before a renewal: 76, naming the failover" {
+	local old
+	old=$(redis_port m1)
+	"$RR" -t 30s job -- sh -c 'touch "$1/started"; until [ -e "$1/go" ]; do sleep 0.05; done' \
+		sh "$dir" 2>"$dir/err" &
+	local pid=$!
+	wait_until 5 test -e "$dir/started"
+	wait_until 5 held_on m2 job
+	rcli_on m2 config set replica-read-only no >/dev/null
+	rcli_on m2 del job >/dev/null
+	redis_stop m1
+	wait_until 30 failover_done "$old"
+	# The next renewal is 10s away: the release is the first to find the key gone.
+	touch "$dir/go"
+	reap "$pid"
+	cat "$dir/err"
+	assert_equal "$status" 76
+	grep -q "lost the lock on job: it was gone when the command ended; the master of '$SENTINEL_MASTER' moved from 127.0.0.1:$old to 127.0.0.1:$(redis_port m2) (a Sentinel failover)" "$dir/err"
+}
+
 @test "a failover that lost the fence's last increments: fences never repeat nor go back" {
 	local old f1 f2 f3 f4
 	old=$(redis_port m1)

@@ -303,13 +303,17 @@ main(void)
 	CHECK_INT(lock_renew(&b, cb, clock_now() + NS_PER_S, -1, NULL, NULL), LOCK_RENEWED);
 	c.limit = 3;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_UNAVAILABLE);
-	CHECK(strstr(c.error, "refused to take sem: sem is held with --limit 2, not with --limit 3") != NULL);
+	CHECK(strstr(c.error,
+		     "refused to take sem: sem is held with --limit 2, not with --limit 3") !=
+	      NULL);
 	c.limit = 1;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_UNAVAILABLE);
-	CHECK(strstr(c.error, "refused to take sem: sem is held with --limit 2, not as a lock") != NULL);
+	CHECK(strstr(c.error, "refused to take sem: sem is held with --limit 2, not as a lock") !=
+	      NULL);
 	c.shared = true;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_UNAVAILABLE);
-	CHECK(strstr(c.error, "refused to take sem: sem is held with --limit 2, not shared") != NULL);
+	CHECK(strstr(c.error, "refused to take sem: sem is held with --limit 2, not shared") !=
+	      NULL);
 	c.shared = false;
 	c.limit = 2;
 	CHECK_INT(lock_acquire(&c, cc, 0, -1), LOCK_ACQUIRED);
