@@ -14,34 +14,7 @@
 #include "clock.h"
 #include "exitstatus.h"
 #include "msg.h"
-
-/* A process's parent and process group, from /proc: -1 if it cannot be read. A zombie has
- * no group worth counting: its parent is 0. */
-static int
-process_ids(pid_t pid, pid_t *ppid, pid_t *pgrp)
-{
-	char path[32], buf[512], state;
-	const char *after;
-	long parent, group;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* "PID (COMM) STATE PPID PGRP ...": COMM may hold anything, the last ')' ends it. */
-	if (!(after = strrchr(buf, ')')) ||
-	    sscanf(after + 1, " %c %ld %ld", &state, &parent, &group) != 3)
-		return -1;
-	*ppid = state == 'Z' ? 0 : (pid_t)parent;
-	*pgrp = (pid_t)group;
-	return 0;
-}
+#include "proc.h"
 
 /*
  * Whether our process group holds none but us and our own ancestors (a script that runs us):
@@ -54,13 +27,14 @@ static bool
 alone_in_job(void)
 {
 	pid_t group = getpgrp(), self = getpid(), ancestors[16], pid, ppid, pgrp;
+	char state;
 	size_t nancestors = 0;
 	bool alone = true;
 	struct dirent *d;
 	DIR *dir;
 
 	for (pid = getppid(); pid > 1 && nancestors < 16; pid = ppid) {
-		if (process_ids(pid, &ppid, &pgrp) < 0 || pgrp != group)
+		if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || pgrp != group)
 			break;
 		ancestors[nancestors++] = pid;
 	}
@@ -73,7 +47,8 @@ alone_in_job(void)
 
 		if (*end || n <= 0 || (pid = (pid_t)n) == self)
 			continue;
-		if (process_ids(pid, &ppid, &pgrp) < 0 || pgrp != group || ppid == 0)
+		/* (A zombie holds nothing of the terminal.) */
+		if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || pgrp != group || state == 'Z')
 			continue;
 		for (size_t i = 0; i < nancestors; i++)
 			ancestor = ancestor || ancestors[i] == pid;

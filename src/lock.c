@@ -17,6 +17,7 @@
 #include "duration.h"
 #include "msg.h"
 #include "nodes.h"
+#include "proc.h"
 #include "scripts.h"
 #include "util.h"
 
@@ -306,9 +307,16 @@ lock_value_process(const char *value, const char *here)
 	char host[LOCK_HOLDER_MAX];
 	long pid;
 
+	pid_t ppid, pgrp;
+	char state;
+
 	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 || strcmp(host, here) != 0)
 		return NULL;
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH ? "running" : "gone";
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return "gone";
+	/* Killed, and not reaped yet: a zombie holds nothing. */
+	return proc_stat((pid_t)pid, &state, &ppid, &pgrp) == 0 && state == 'Z' ? "gone"
+										: "running";
 }
 
 int

@@ -129,6 +129,25 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
 }
 
+@test "--status of a holder killed and not reaped yet (a zombie): gone too" {
+	rcli del job >/dev/null
+	# Its parent sleeps on without waiting for it: a zombie until the parent goes.
+	python3 -c 'import os, signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "-t", "30s", "job", "-c", "echo ready > " + sys.argv[2] + "; exec sleep 60"])
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+open(sys.argv[3], "w").write(str(p.pid))
+os.kill(p.pid, signal.SIGKILL)
+time.sleep(60)' "$RR" "$dir/ready" "$dir/pid" 3>&- &
+	local parent=$!
+	zombie() { [[ -s $dir/pid && $(awk '{ print $3 }' "/proc/$(cat "$dir/pid")/stat") == Z ]]; }
+	wait_until 10 zombie
+	run -75 "$RR" --status job
+	kill "$parent"
+	wait "$parent" || true
+	assert_output --partial "; no such process runs on this host: it did not release"
+}
+
 @test "--status of a semaphore or shared lock whose holder's process is gone: marked, in text and JSON" {
 	local mode key pid status
 	for mode in -s "-l 2"; do
