@@ -42,6 +42,8 @@ struct state {
 	bool sweeping;      /* what it left in its group was told to stop */
 	int64_t sweep_end;  /* when a sweep stops looking (after SIGKILL: zombies only) */
 	bool resumed;       /* the job was stopped and has been continued */
+	int64_t stopped_at; /* when it was last stopped (SIGTSTP), and continued: 0 if never */
+	int64_t continued_at;
 	bool stop_passed;   /* a SIGTSTP sent to us was passed on to the command's group */
 	sigset_t forwarded; /* the signals passed on to the command */
 };
@@ -220,9 +222,20 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 	if (!st->lost && now >= st->lease_end - stop_lead(s)) {
 		act_on_loss(s, st, kill_deadline(st));
-		msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
-			  duration_format(now - st->renewed_at, since, sizeof(since)),
-			  st->last_error[0] ? st->last_error : "no answer yet", action(s->on_lost));
+		if (st->continued_at > st->lease_end - stop_lead(s) &&
+		    st->stopped_at < st->lease_end - stop_lead(s))
+			/* Nothing renews while the job is stopped: the server is not to blame. */
+			msg_error("lost the lock on %s: the job was stopped for %s (Ctrl-Z, "
+				  "SIGTSTP), past the end of its lease; %s",
+				  s->lock->key,
+				  duration_format(st->continued_at - st->stopped_at, since,
+						  sizeof(since)),
+				  action(s->on_lost));
+		else
+			msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
+				  duration_format(now - st->renewed_at, since, sizeof(since)),
+				  st->last_error[0] ? st->last_error : "no answer yet",
+				  action(s->on_lost));
 	}
 	if (now >= kill_time(s, st)) {
 		child_signal(s->child, SIGKILL);
@@ -275,8 +288,13 @@ reap(const struct supervision *s, struct state *st)
 				/* The watchdog stops with us: a job stopped for longer than its
 				 * lease loses the lock, which on_time finds before the command is
 				 * continued. */
+				int64_t at = clock_now();
 				st->resumed = child_suspend(s->child, st->stop_passed);
 				st->stop_passed = false;
+				if (st->resumed) {
+					st->stopped_at = at;
+					st->continued_at = clock_now();
+				}
 			}
 			continue;
 		}

@@ -427,6 +427,28 @@ fg_then_interrupt() {
 	assert_output 0
 }
 
+@test "stopped with SIGTSTP past the end of its lease: 76 once continued, saying it was stopped" {
+	(
+		set -m
+		"$RR" -t 1s job -c "echo \$\$ > $dir/command; exec sleep 300" 2>"$dir/err" 3>&- &
+		echo $! >"$dir/rr"
+		wait $!
+	) 3>&- &
+	local job=$!
+	wait_until 5 test -s "$dir/command"
+	p=$(cat "$dir/rr")
+	kill -TSTP "$p"
+	wait_until 5 stopped "$p"
+	# Nothing renews it meanwhile: the server lets it expire.
+	expired() { [[ $(rcli exists job) == 0 ]]; }
+	wait_until 10 expired
+	kill -CONT "$p"
+	reap "$job"
+	assert_equal "$status" 76
+	cat "$dir/err"
+	grep -Eq "^redlock-run: lost the lock on job: the job was stopped for [0-9.]+m?s \(Ctrl-Z, SIGTSTP\), past the end of its lease; stopping the command$" "$dir/err"
+}
+
 @test "a signal that redlock-run passed on is not passed to the program that runs it" {
 	cat >"$dir/runner.py" <<EOT
 import os, signal, subprocess, sys, time
