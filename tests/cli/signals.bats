@@ -395,18 +395,25 @@ fg_then_interrupt() {
 	wait_until 5 gone "$(cat "$dir/worker")"
 }
 
-@test "SIGTSTP sent to redlock-run itself stops the command's whole group with it; SIGCONT continues both" {
-	# No terminal: a job of a script with job control (set -m), stopped with kill -TSTP. A
-	# stopped redlock-run renews nothing; its command must not run on meanwhile. (The job
-	# control keeps redlock-run's group from being orphaned, as it is under a test runner
-	# that starts a session of its own: there the kernel discards every stop signal.)
+# as_job OUT ARGS...: redlock-run ARGS in a job of its own of a script with job control (set -m),
+# its output and errors in OUT, its pid in $dir/rr; the script's in $!. The job control keeps
+# redlock-run's group from being orphaned, as it is under a test runner that starts a session
+# of its own: there the kernel discards every stop signal.
+as_job() {
+	local out=$1
+	shift
 	(
 		set -m
-		"$RR" -t 30s job -c "echo \$\$ > $dir/command; sh -c 'trap \"\" TSTP; exec sleep 300' & echo \$! > $dir/worker; wait; true" \
-			>"$dir/out" 2>&1 3>&- &
+		"$RR" "$@" >"$out" 2>&1 3>&- &
 		echo $! >"$dir/rr"
 		wait $!
 	) 3>&- &
+}
+
+@test "SIGTSTP sent to redlock-run itself stops the command's whole group with it; SIGCONT continues both" {
+	# No terminal: a job of a script with job control, stopped with kill -TSTP. A stopped
+	# redlock-run renews nothing; its command must not run on meanwhile.
+	as_job "$dir/out" -t 30s job -c "echo \$\$ > $dir/command; sh -c 'trap \"\" TSTP; exec sleep 300' & echo \$! > $dir/worker; wait; true"
 	local job=$!
 	wait_until 5 test -s "$dir/worker"
 	p=$(cat "$dir/rr")
@@ -428,12 +435,7 @@ fg_then_interrupt() {
 }
 
 @test "stopped with SIGTSTP past the end of its lease: 76 once continued, saying it was stopped" {
-	(
-		set -m
-		"$RR" -t 1s job -c "echo \$\$ > $dir/command; exec sleep 300" 2>"$dir/err" 3>&- &
-		echo $! >"$dir/rr"
-		wait $!
-	) 3>&- &
+	as_job "$dir/err" -t 1s job -c "echo \$\$ > $dir/command; exec sleep 300"
 	local job=$!
 	wait_until 5 test -s "$dir/command"
 	p=$(cat "$dir/rr")
