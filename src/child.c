@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -247,9 +248,14 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	}
 	if (exec_errno) {
 		char buf[128];
+		struct stat st;
+		/* As a shell says it: a directory is one, and an empty name is shown as such. */
+		const char *why = exec_errno == EACCES && strchr(argv[0], '/') &&
+						  stat(argv[0], &st) == 0 && S_ISDIR(st.st_mode)
+					  ? "is a directory"
+					  : msg_strerror(exec_errno, buf, sizeof(buf));
 		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY. */
-		msg_error("cannot run %s: %s%s", argv[0],
-			  msg_strerror(exec_errno, buf, sizeof(buf)),
+		msg_error("cannot run %s: %s%s", argv[0][0] ? argv[0] : "''", why,
 			  argv[0][0] == '-' ? " (options go before KEY)" : "");
 	}
 	return 0;

@@ -134,6 +134,11 @@ section() {
 	run -126 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR/plain"
 	assert_equal "$status" 126
 	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/plain: permission denied"
+	# As a shell says them: a directory, and an empty name.
+	run -126 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR"
+	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR: is a directory"
+	run -127 --separate-stderr "$RR" job -- ''
+	assert_equal "$stderr" "redlock-run: cannot run '': no such file or directory"
 	run rcli exists job
 	assert_output 0
 }
