@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <stdarg.h>
@@ -66,12 +67,13 @@ msg_verbose(void)
 	return level >= MSG_VERBOSE;
 }
 
-static void emit(const char *lead, const char *tail, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
+static void emit(const char *lead, const char *tail, size_t cols, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
-/* Formats "<lead>redlock-run: <message><tail>" and writes it in one go. */
+/* Formats "<lead>redlock-run: <message><tail>" and writes it in one go; with cols > 0, what
+ * follows lead is cut to fewer columns than that (a character a column). */
 static void
-emit(const char *lead, const char *tail, const char *fmt, va_list ap)
+emit(const char *lead, const char *tail, size_t cols, const char *fmt, va_list ap)
 {
 	char line[1024];
 	int n = snprintf(line, sizeof(line), "%s" PREFIX, lead);
@@ -85,6 +87,13 @@ emit(const char *lead, const char *tail, const char *fmt, va_list ap)
 		len = sizeof(line) - strlen(tail) - 1;
 	line[len] = '\0';
 	msg_printable(line + n);
+	if (cols > 0) {
+		size_t shown = 0, at = strlen(lead);
+		for (; at < len; at++)
+			if (((unsigned char)line[at] & 0xc0) != 0x80 && ++shown >= cols)
+				break; /* (a UTF-8 sequence is cut before it starts) */
+		len = at;
+	}
 	memcpy(line + len, tail, strlen(tail));
 	len += strlen(tail);
 	/* A line that does not fit at once is cut rather than waited for (see msg.h). */
@@ -96,7 +105,7 @@ static void emit_line(const char *fmt, va_list ap) __attribute__((format(printf,
 static void
 emit_line(const char *fmt, va_list ap)
 {
-	emit(progress_open ? CLEAR_LINE : "", "\n", fmt, ap);
+	emit(progress_open ? CLEAR_LINE : "", "\n", 0, fmt, ap);
 	progress_open = false;
 }
 
@@ -154,7 +163,11 @@ msg_progress(const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	if (msg_progress_live()) {
-		emit(CLEAR_LINE, "", fmt, ap);
+		struct winsize ws;
+		/* Cut to the terminal's width: a line that wraps is not redrawn in place, and
+		 * each redraw would leave its first rows behind. */
+		bool known = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0;
+		emit(CLEAR_LINE, "", known ? ws.ws_col : 0, fmt, ap);
 		progress_open = true;
 	} else {
 		emit_line(fmt, ap);

@@ -113,22 +113,41 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	wait "$holder"
 }
 
-@test "-v on a terminal: one status line, redrawn in place while waiting" {
+# waited_on_terminal N [SETUP]: a holder of job lets go once a waiter with -v on a
+# pseudo-terminal (where SETUP, stty say, ran first) has drawn its waiting line N times; what
+# the waiter's terminal showed is in $dir/screen.
+waited_on_terminal() {
+	local times=$1 setup=${2:-true} holder waiter
 	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
-	script -qfec "$RR -v job -- true" /dev/null >"$dir/screen" &
+	script -qfec "$setup; $RR -v job -- true" /dev/null >"$dir/screen" &
 	waiter=$!
-	# redrawn at least twice (every second): the holder lets go only then
-	redrawn() { (($(grep -o $'\r\e\\[K' "$dir/screen" | wc -l) >= 3)); }
+	redrawn() { (($(grep -o $'\r\e\\[K' "$dir/screen" | wc -l) >= times)); }
 	wait_until 10 redrawn
 	touch "$dir/go"
 	reap "$waiter"
 	assert_equal "$status" 0
 	wait "$holder"
+}
+
+@test "-v on a terminal: one status line, redrawn in place while waiting" {
+	# redrawn at least twice (every second): the holder lets go only then
+	waited_on_terminal 3
 	# with no line feed in between
 	run grep -c 'waiting for job' "$dir/screen"
 	assert_output 1
+}
+
+@test "-v on a narrow terminal: the status line is cut to its width, so that it is redrawn in place" {
+	waited_on_terminal 2 "stty cols 30"
+	# Each drawing of the line (after its "\r\e[K", but the last, the whole message that ends
+	# it): fewer than 30 characters.
+	python3 -c 'import sys
+drawn = open(sys.argv[1], encoding="utf-8", newline="").read().split("\r\x1b[K")[1:-1]
+lines = [d.split("\r")[0].split("\n")[0] for d in drawn]
+assert lines and all(0 < len(l) < 30 for l in lines), lines
+assert lines[0].startswith("redlock-run: waiting for job"), lines' "$dir/screen"
 }
 
 @test "--status on a free, a held and an unreachable lock" {
