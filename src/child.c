@@ -59,14 +59,25 @@ alone_in_job(void)
 	return alone;
 }
 
+/* Whether our standard input or output is a pipe: we may be one command of a pipeline. */
+static bool
+piped(void)
+{
+	struct stat st;
+
+	return (fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode)) ||
+	       (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode));
+}
+
 /* The controlling terminal, if redlock-run's job is its foreground job and the job is ours
- * alone to hand on (see alone_in_job); else -1. */
+ * alone to hand on (see alone_in_job: asked only of a pipeline's member, so that a script's
+ * background job beside us, `tail -f log &`, keeps nothing from the command); else -1. */
 static int
 foreground_tty(void)
 {
 	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 
-	if (fd >= 0 && (tcgetpgrp(fd) != getpgrp() || !alone_in_job())) {
+	if (fd >= 0 && (tcgetpgrp(fd) != getpgrp() || (piped() && !alone_in_job()))) {
 		close(fd);
 		fd = -1;
 	}

@@ -507,6 +507,23 @@ EOT
 	assert_output 0
 }
 
+@test "in a script run from a terminal, with a background job of its own: the command reads the terminal" {
+	interactive_shell
+	# The script's background job shares its group; it is no pipeline: the command's group
+	# takes the terminal all the same.
+	printf 'bash -c %q\n' \
+		"sleep 30 & $RR job -- sh -c 'echo ready > $dir/ready; read -r line; echo \"got:\$line\" > $dir/got'; kill \$!" \
+		>&4
+	wait_until 5 test -s "$dir/ready"
+	printf 'typed\n' >&4
+	wait_until 5 test -s "$dir/got"
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+	run cat "$dir/got"
+	assert_output "got:typed"
+}
+
 @test "in a script run from a terminal, Ctrl-Z stops the whole job and fg continues it" {
 	interactive_shell
 	# two commands, so that bash forks: redlock-run is a member of the job, not its leader
