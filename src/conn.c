@@ -506,8 +506,8 @@ shake(struct conn *c)
 		c->tls_wants = POLLOUT;
 		return;
 	case TLS_CLOSED:
-		fail(c, CONN_FAILED, "%s closed the connection during the TLS handshake",
-		     c->address);
+		fail(c, CONN_FAILED, "%s closed the connection during the TLS handshake%s",
+		     c->address, tls_closed_hint(c->tls));
 		return;
 	default:
 		fail(c, CONN_REFUSED, "TLS with %s refused: %s", c->address, why);
@@ -732,6 +732,14 @@ conn_start(struct conn *c, int64_t deadline)
 	return c->phase == PHASE_CLOSED ? c->failure : CONN_OK;
 }
 
+/* The server closed the connection (a TLS one may have refused our certificate). */
+static enum conn_result
+closed_by_server(struct conn *c)
+{
+	return fail(c, CONN_FAILED, "%s closed the connection%s", c->address,
+		    c->tls ? tls_closed_hint(c->tls) : "");
+}
+
 /* How much of the queue may go out now. */
 static size_t
 sendable(const struct conn *c)
@@ -763,7 +771,7 @@ write_some(struct conn *c)
 			c->tls_unsent = size; /* tried again with the same bytes */
 			return CONN_OK;
 		case TLS_CLOSED:
-			return fail(c, CONN_FAILED, "%s closed the connection", c->address);
+			return closed_by_server(c);
 		default:
 			return fail(c, CONN_FAILED, "lost the connection to %s: %s", c->address,
 				    why);
@@ -813,12 +821,6 @@ conn_nudge(struct conn *c)
 	memcpy(c->out + c->out_len, "\r\n", 2);
 	c->out_len += 2;
 	return write_some(c) == CONN_OK ? 0 : -1;
-}
-
-static enum conn_result
-closed_by_server(struct conn *c)
-{
-	return fail(c, CONN_FAILED, "%s closed the connection", c->address);
 }
 
 /* Feeds what arrived to the reply parser. */

@@ -69,6 +69,13 @@ tls_resumed(const struct tls *t)
 	return false;
 }
 
+const char *
+tls_closed_hint(const struct tls *t)
+{
+	(void)t;
+	return "";
+}
+
 #else
 
 #include <arpa/inet.h>
@@ -164,6 +171,7 @@ static struct {
 		SSL_SESSION *session;
 	} sessions[8];
 	unsigned next_session; /* the slot to reuse when all are taken */
+	bool with_cert;        /* a client certificate is given (--cert) */
 } tls = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct tls {
@@ -344,6 +352,7 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 				 cfg->key, cfg->cert);
 			return -1;
 		}
+		tls.with_cert = true;
 	}
 	return 0;
 }
@@ -517,25 +526,29 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 }
 
 /* The peer closed the connection: a server that asked for the client certificate we did not
- * have, or refused the one we gave (TLS 1.3 checks it after our side of the handshake is
- * done), closes before its first reply, and says why only if its alert outran the close
- * (our first request, reaching a closed socket, may reset the connection before the alert
- * is read). */
+ * have closes before its first reply, and says why only if its alert outran the close. (One
+ * that refused the certificate we gave may close so too: see tls_closed_hint.) */
 static enum tls_result
 closed(const struct tls *t, char *err, size_t size)
 {
-	if (t->read_any)
+	if (!t->no_cert || t->read_any)
 		return TLS_CLOSED;
-	if (t->no_cert)
-		snprintf(err, size,
-			 "the server asked for a client certificate and closed the connection "
-			 "without one (give one with --cert and --key)");
-	else
-		snprintf(err, size,
-			 "the server closed the connection before its first reply, as one does "
-			 "that refuses the client certificate (--cert: a CA it does not trust, "
-			 "expired); its log says why");
+	snprintf(err, size,
+		 "the server asked for a client certificate and closed the connection "
+		 "without one (give one with --cert and --key)");
 	return TLS_FAILED;
+}
+
+const char *
+tls_closed_hint(const struct tls *t)
+{
+	/* TLS 1.3 checks the client certificate after our side of the handshake is done; the
+	 * alert often loses a race with the reset our first request causes. A close is an
+	 * outage all the same (a restart, a failover): only a hint. */
+	return tls.with_cert && !t->read_any
+		       ? " before its first reply (as a server does that refuses the client "
+			 "certificate: a CA it does not trust, expired; its log says why)"
+		       : "";
 }
 
 /* What the outcome of an SSL call means for us; err is set for TLS_FAILED. */

@@ -73,4 +73,8 @@ enum tls_result tls_write(struct tls *t, const void *buf, size_t size, size_t *p
 /* Whether the handshake resumed an earlier session (no full handshake was paid for). */
 bool tls_resumed(const struct tls *t);
 
+/* After a close by the server (TLS_CLOSED): words to add to what is said of it, or "". A close
+ * before the first reply, with a client certificate given, may be its refusal. */
+const char *tls_closed_hint(const struct tls *t);
+
 #endif
