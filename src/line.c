@@ -176,7 +176,10 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		 * sooner than a server would time a BLPOP out: it is waited out here, never less
 		 * than a pause. */
 		end = time_min(now + time_max(block, 10 * NS_PER_MS), q->wait_deadline);
-		return clock_sleep_until(end, intr_fd) < 0 ? LOCK_INTERRUPTED : LOCK_ACQUIRED;
+		if (clock_sleep_until(end, intr_fd) == 0)
+			return LOCK_ACQUIRED;
+		line_leave(l, ns, rd); /* a place taken meanwhile goes, as after a BLPOP */
+		return LOCK_INTERRUPTED;
 	}
 	/* The servers' timeouts end the block; ours, only the wait, or a server that does not
 	 * answer in time. */

@@ -115,7 +115,10 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 				/* Out of the line first: a stopped waiter's place would hold back
 				 * each waiter behind it for a lease. Continued, it takes a place at
 				 * the back, its -w running on. */
-				msg_info("%s: left the line to stop (SIGTSTP)", l->key);
+				msg_info("stopping while waiting for %s (SIGTSTP), with no place "
+					 "kept "
+					 "in line",
+					 l->key);
 				signals_stop_self(false);
 				break;
 			}
@@ -329,7 +332,7 @@ main(int argc, char *argv[])
 
 	env = command_environment(&lock, vars);
 	wd = env ? watchdog_new(&lock, nodes) : NULL;
-	if (!wd || child_spawn(&child, o.command, env, &sig) < 0)
+	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, nodes, wd, &child, "cannot start the command");
 
 	out = supervise(&(struct supervision){

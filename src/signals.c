@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "exitstatus.h"
+#include "proc.h"
 #include "util.h"
 
 /* The signals that end a process by default, less those the kernel sends for a fault of the
@@ -22,6 +23,30 @@ signals_forwarded(int sig)
 	return false;
 }
 
+/*
+ * Whether a stop signal can stop us: whether our process group is not orphaned (POSIX), which
+ * the first of our ancestors outside it tells by being in our session (a shell with job
+ * control, a script's). The common case costs two system calls.
+ */
+static bool
+stoppable(void)
+{
+	pid_t group = getpgrp(), session = getsid(0), p = getppid(), ppid, pgrp;
+	char state;
+
+	for (int up = 0; up < 16 && p > 0; up++) {
+		pid_t g = getpgid(p);
+		if (g < 0)
+			return false;
+		if (g != group)
+			return getsid(p) == session;
+		if (proc_stat(p, &state, &ppid, &pgrp) < 0)
+			return false;
+		p = ppid;
+	}
+	return false;
+}
+
 int
 signals_init(struct signals *s)
 {
@@ -34,9 +59,10 @@ signals_init(struct signals *s)
 			continue;
 		sigaddset(&consumed, forwarded[i]);
 	}
-	/* SIGTSTP too: a waiter leaves the line before it stops (see signals_stop_self), and
-	 * while the command runs, a stop sent to us reaches its group first (child_suspend). */
-	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+	/* SIGTSTP too, where a stop can stop us: a waiter then leaves the line before it stops
+	 * (see signals_stop_self). In an orphaned group (a service, a cron job), the kernel
+	 * discards it, and a waiter keeps its place. */
+	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN && stoppable())
 		sigaddset(&consumed, SIGTSTP);
 	sigaddset(&consumed, SIGCHLD);
 	/* With SIGCHLD ignored, children would be reaped behind our back and their status
@@ -62,6 +88,24 @@ signals_init(struct signals *s)
 	sigdelset(&consumed, SIGCHLD);
 	s->stop_fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
 	return s->fd < 0 || s->stop_fd < 0 ? -1 : 0;
+}
+
+int
+signals_consume_tstp(struct signals *s)
+{
+	struct sigaction sa;
+	sigset_t tstp;
+
+	if (sigismember(&s->consumed, SIGTSTP) || sigaction(SIGTSTP, NULL, &sa) < 0 ||
+	    sa.sa_handler == SIG_IGN)
+		return 0;
+	sigemptyset(&tstp);
+	sigaddset(&tstp, SIGTSTP);
+	sigaddset(&s->consumed, SIGTSTP);
+	/* (The watchdog's thread blocks every signal: this one thread is the process.) */
+	if (sigprocmask(SIG_BLOCK, &tstp, NULL) < 0 || signalfd(s->fd, &s->consumed, 0) < 0)
+		return -1;
+	return 0;
 }
 
 void

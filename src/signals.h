@@ -1,9 +1,9 @@
 /*
  * Signals (DESIGN §4.3). Before anything touches Redis, INT, TERM, HUP, QUIT, USR1, USR2, ALRM,
- * TSTP and CHLD are blocked in every thread and consumed in one place, through a signalfd: no
- * handler ever runs. A signal that was ignored when redlock-run started
- * (HUP under nohup, INT in a script's background job) is left ignored, for redlock-run and for
- * the command alike.
+ * CHLD and (but in an orphaned group) TSTP are blocked in every thread and consumed in one
+ * place, through a signalfd: no handler ever runs; while the command runs, TSTP in any case. A
+ * signal that was ignored when redlock-run started (HUP under nohup, INT in a script's background
+ * job) is left ignored, for redlock-run and for the command alike.
  */
 #ifndef REDLOCK_SIGNALS_H
 #define REDLOCK_SIGNALS_H
@@ -22,6 +22,13 @@ struct signals {
 /* Blocks and redirects our signals; must run before any thread is created. 0, or -1 with
  * errno set. */
 int signals_init(struct signals *s);
+
+/* Once the command is about to start: SIGTSTP (unless ignored on entry) is consumed, if it was
+ * not from the start (an orphaned group, see signals_init), so that a stop sent to
+ * redlock-run (kill -TSTP) is passed on to the command's group and stops redlock-run only
+ * once the command has stopped (see child_suspend), rather than redlock-run alone. 0, or -1
+ * with errno set. */
+int signals_consume_tstp(struct signals *s);
 
 /* Stops redlock-run with SIGTSTP, so that what runs it sees "Stopped" as for any job: sent to
  * our whole process group (the job, which may be a script that ran us) or to us alone. SIGTSTP

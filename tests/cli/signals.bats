@@ -89,8 +89,12 @@ EOT
 	wait_until 5 test -e "$dir/held"
 	expires=$(rcli pexpiretime job)
 	in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
-	"$RR" -t 30s job -c "echo \$REDLOCK_FENCE > $dir/a-fence" &
-	a=$!
+	# A job of its own with job control: in the orphaned group of a test runner's session, the
+	# kernel would discard the stop (and redlock-run keeps its place there, see below).
+	as_job "$dir/a.err" -t 30s job -c "echo \$REDLOCK_FENCE > $dir/a-fence"
+	local script=$!
+	wait_until 5 test -s "$dir/rr"
+	a=$(cat "$dir/rr")
 	wait_until 5 in_line 1
 	"$RR" -t 30s job -c "echo \$REDLOCK_FENCE > $dir/b-fence" &
 	b=$!
@@ -106,9 +110,30 @@ EOT
 	(($(cat "$dir/b-fence") / 1000 < expires))
 	[ ! -e "$dir/a-fence" ]
 	kill -CONT "$a"
-	reap "$a"
+	reap "$script"
 	assert_equal "$status" 0
 	(($(cat "$dir/a-fence") > $(cat "$dir/b-fence")))
+}
+
+@test "SIGTSTP to a waiter in an orphaned group (a service, a cron job): discarded, it keeps its place" {
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$! a b
+	wait_until 5 test -e "$dir/held"
+	in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
+	# A session of its own: its group has no parent in it, as under systemd or cron.
+	setsid "$RR" job -c "echo a >> $dir/ran" 3>&- &
+	wait_until 5 in_line 1
+	a=$(pgrep -f -n "$RR job -c echo a")
+	"$RR" job -c "echo b >> $dir/ran" &
+	b=$!
+	wait_until 5 in_line 2
+	kill -TSTP "$a"
+	touch "$dir/go"
+	reap "$holder"
+	reap "$b"
+	# The stop was no reason to leave: a ran first, in arrival order.
+	run cat "$dir/ran"
+	assert_output $'a\nb'
 }
 
 @test "SIGUSR1 to a waiter: it leaves the line at once and dies of it, as flock(1) would" {
