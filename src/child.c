@@ -15,49 +15,6 @@
 #include "clock.h"
 #include "exitstatus.h"
 #include "msg.h"
-#include "proc.h"
-
-/*
- * Whether our process group holds none but us and our own ancestors (a script that runs us):
- * not so in a pipeline, whose other commands share the job's group. Those would lose the
- * terminal if the command's group took it (`redlock-run KEY -- make | less`: less, stopped by
- * SIGTTIN), and Ctrl-C would reach them alone; the command then runs as in a job without a
- * terminal, as flock(1)'s would. (Only asked on a terminal's foreground: a look at /proc.)
- */
-static bool
-alone_in_job(void)
-{
-	pid_t group = getpgrp(), self = getpid(), ancestors[16], pid, ppid, pgrp;
-	char state;
-	size_t nancestors = 0;
-	bool alone = true;
-	struct dirent *d;
-	DIR *dir;
-
-	for (pid = getppid(); pid > 1 && nancestors < 16; pid = ppid) {
-		if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || pgrp != group)
-			break;
-		ancestors[nancestors++] = pid;
-	}
-	if (!(dir = opendir("/proc")))
-		return true; /* as before there was this question */
-	while (alone && (d = readdir(dir))) {
-		char *end;
-		long n = strtol(d->d_name, &end, 10);
-		bool ancestor = false;
-
-		if (*end || n <= 0 || (pid = (pid_t)n) == self)
-			continue;
-		/* (A zombie holds nothing of the terminal.) */
-		if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || pgrp != group || state == 'Z')
-			continue;
-		for (size_t i = 0; i < nancestors; i++)
-			ancestor = ancestor || ancestors[i] == pid;
-		alone = ancestor;
-	}
-	closedir(dir);
-	return alone;
-}
 
 /* Whether our standard input or output is a pipe: we may be one command of a pipeline. */
 static bool
@@ -69,15 +26,13 @@ piped(void)
 	       (fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode));
 }
 
-/* The controlling terminal, if redlock-run's job is its foreground job and the job is ours
- * alone to hand on (see alone_in_job: asked only of a pipeline's member, so that a script's
- * background job beside us, `tail -f log &`, keeps nothing from the command); else -1. */
+/* The controlling terminal, if redlock-run is its foreground job; else -1. */
 static int
 foreground_tty(void)
 {
 	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 
-	if (fd >= 0 && (tcgetpgrp(fd) != getpgrp() || (piped() && !alone_in_job()))) {
+	if (fd >= 0 && tcgetpgrp(fd) != getpgrp()) {
 		close(fd);
 		fd = -1;
 	}
@@ -237,6 +192,10 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	 * our own waitpid calls. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	ch->tty_fd = foreground_tty();
+	/* A pipeline's other commands share our job, and may read the terminal (less): taking it
+	 * from them would stop them. A pipe on our standard input or output says we may be one. */
+	ch->piped = ch->tty_fd >= 0 && piped();
+	ch->handed = ch->tty_fd >= 0 && !ch->piped;
 	/* vfork: nothing to copy for a child that is about to exec, which on some machines is
 	 * a tenth of a run. */
 	ch->pid = vfork();
@@ -249,10 +208,10 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 		return -1;
 	}
 	if (ch->pid == 0)
-		run_command(argv, envp, sig, ch->tty_fd, parent, &exec_errno);
+		run_command(argv, envp, sig, ch->handed ? ch->tty_fd : -1, parent, &exec_errno);
 	ch->pgid = ch->pid;
 	setpgid(ch->pid, ch->pgid); /* as the command did itself; it may have exec'd since */
-	if (ch->tty_fd >= 0)
+	if (ch->handed)
 		tcsetpgrp(ch->tty_fd, ch->pgid);
 	if (write(ch->guard_fd, &ch->pgid, sizeof(ch->pgid)) < 0) {
 		/* The guard is gone: nothing to tell it. */
@@ -302,6 +261,17 @@ child_group_empty(const struct child *ch)
 }
 
 bool
+child_claim_terminal(struct child *ch)
+{
+	if (!ch->piped || ch->handed || tcgetpgrp(ch->tty_fd) != getpgrp())
+		return false;
+	ch->handed = true;
+	tcsetpgrp(ch->tty_fd, ch->pgid);
+	kill(-ch->pgid, SIGCONT);
+	return true;
+}
+
+bool
 child_suspend(const struct child *ch, bool asked)
 {
 	if (ch->tty_fd < 0 && !asked)
@@ -322,7 +292,7 @@ child_resume(const struct child *ch)
 {
 	/* Continued by fg, the terminal is ours to hand on again; by bg, it stays with the
 	 * shell. */
-	if (ch->tty_fd >= 0 && tcgetpgrp(ch->tty_fd) == getpgrp())
+	if (ch->handed && tcgetpgrp(ch->tty_fd) == getpgrp())
 		tcsetpgrp(ch->tty_fd, ch->pgid);
 	kill(-ch->pgid, SIGCONT);
 }
@@ -335,11 +305,16 @@ child_finish(struct child *ch, int tty_signal)
 		close(ch->tty_fd);
 		ch->tty_fd = -1;
 		/* Ctrl-C or Ctrl-\ reached only the command's group. When we are not the
-		 * job the shell started (a script that runs us is), the rest of that job gets
-		 * it too, as it would have without a group of the command's own. */
-		if (had_it && getpgrp() != getpid() &&
+		 * job the shell started (a script that runs us is), or one command of a
+		 * pipeline, the rest of that job gets it too, as it would have without a group
+		 * of the command's own. */
+		if (had_it && (getpgrp() != getpid() || ch->piped) &&
 		    (tty_signal == SIGINT || tty_signal == SIGQUIT))
 			kill(0, tty_signal);
+		/* A pipeline's command that had the terminal may have stopped the others
+		 * reading it: they go on. */
+		if (had_it && ch->piped)
+			kill(0, SIGCONT);
 	}
 	/* The group is empty: the guard stands down (and leaves when child_free closes its
 	 * pipe, after the release). */

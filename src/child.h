@@ -18,7 +18,9 @@ struct child {
 	pid_t pgid;      /* its process group, which it leads */
 	pid_t guard;     /* the guard */
 	int guard_fd;    /* our end of the guard's pipe */
-	int tty_fd;      /* the terminal handed to the group while it runs, or -1 */
+	int tty_fd;      /* the terminal we are the foreground job of, or -1 */
+	bool piped;      /* we are one command of a pipeline on that terminal */
+	bool handed;     /* the command's group is to have the terminal */
 	int guard_error; /* why child_prepare failed */
 };
 
@@ -39,8 +41,10 @@ int child_prepare(struct child *ch, char *argv[]);
 /*
  * Starts the command, watched by child_prepare's guard: argv[0] is looked up in PATH, envp is
  * its whole environment. When redlock-run is the terminal's foreground job, the command's group
- * becomes the foreground group. Returns 0 (also when exec fails: then the command has exited 126 or
- * 127 and the reason was printed), or -1 with errno set when nothing could be started.
+ * becomes the foreground group; in a pipeline, whose other commands share our job (less, which
+ * reads the terminal), only once the command asks for it (see child_claim_terminal). Returns 0
+ * (also when exec fails: then the command has exited 126 or 127 and the reason was printed), or -1
+ * with errno set when nothing could be started.
  */
 int child_spawn(struct child *ch, char *const argv[], char *const envp[],
 		const struct signals *sig);
@@ -51,6 +55,11 @@ void child_signal(const struct child *ch, int sig);
 /* Whether nothing of the command's process group is left (reaping the orphans that came
  * to us). */
 bool child_group_empty(const struct child *ch);
+
+/* The command stopped reading or writing the terminal that its group has not been handed (a
+ * pipeline's member): it gets it now, and is continued; the job keeps what remains of it once
+ * the command is over (child_finish). False when that is not the case. */
+bool child_claim_terminal(struct child *ch);
 
 /* The command stopped (SIGTSTP, SIGTTIN, SIGTTOU): from its terminal (Ctrl-Z), or, when asked,
  * by the SIGTSTP that redlock-run was sent and passed on to its group. Its whole group is

@@ -284,6 +284,9 @@ reap(const struct supervision *s, struct state *st)
 			continue; /* the guard, or an orphan of the command */
 		if (WIFSTOPPED(status)) {
 			int sig = WSTOPSIG(status);
+			/* A pipeline's command that wants the terminal gets it. */
+			if ((sig == SIGTTIN || sig == SIGTTOU) && child_claim_terminal(s->child))
+				continue;
 			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 				/* The watchdog stops with us: a job stopped for longer than its
 				 * lease loses the lock, which on_time finds before the command is

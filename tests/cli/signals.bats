@@ -532,6 +532,24 @@ EOT
 	assert_output 0
 }
 
+@test "in a pipeline on a terminal, a command that reads the terminal gets it when it asks" {
+	interactive_shell
+	# A prompt in a piped deploy script: the command reads the terminal from the background
+	# group, is stopped by SIGTTIN, and is handed the terminal then.
+	printf '%q job -- sh -c %q | cat > %s/out\n' "$RR" \
+		"echo ready > $dir/ready; read -r line; echo \"got:\$line\"" "$dir" >&4
+	wait_until 5 test -s "$dir/ready"
+	printf 'typed\n' >&4
+	printf 'echo "${PIPESTATUS[*]}" > %s/status; exit\n' "$dir" >&4
+	wait_until 5 test -s "$dir/status"
+	exec 4>&-
+	reap "$shell"
+	run cat "$dir/out"
+	assert_output "got:typed"
+	run cat "$dir/status"
+	assert_output "0 0"
+}
+
 @test "in a script run from a terminal, with a background job of its own: the command reads the terminal" {
 	interactive_shell
 	# The script's background job shares its group; it is no pipeline: the command's group
