@@ -422,7 +422,36 @@ pause_again(struct node *n, int intr_fd)
 	return clock_sleep_until(time_min(clock_now() + n->pause, n->deadline), intr_fd);
 }
 
-/* Finds node n's master again and sends it every request still outstanding. */
+/* Whether node n's first outstanding request is a Sentinel master's blocked wait (a BLPOP,
+ * see line_wait), which is not sent again to the master found again (see wait_moved). */
+static bool
+waits(const struct node *n)
+{
+	return n->sentinel && n->asks && n->ask[0].copy && n->ask[0].copy->blocks_until;
+}
+
+/*
+ * Node n's blocked wait found its master again, after a failover: it is handed out as failed
+ * rather than sent there, and the waiter looks again at once (see line_wait). The look before
+ * the wait may have reached the old master after the promotion, which the Sentinels name a
+ * second or so later, and been lost with it: on the new master the waiter's place is then the
+ * one the look before that took, which ends a handoff after an earlier lease, and a release
+ * there drops it from the line. Looked at again there, it stays in line. The caller hands
+ * out *a, and forgets the request.
+ */
+static void
+wait_moved(struct node *n, struct answer *a)
+{
+	a->reply = NULL;
+	a->replicas = -1;
+	a->result = CONN_FAILED;
+	a->maybe_landed = false; /* (a BLPOP: nothing to settle) */
+	snprintf(n->error, sizeof(n->error), "its master moved to %s", conn_address(n->conn));
+	n->why = n->error;
+}
+
+/* Finds node n's master again and sends it every request still outstanding; not a blocked
+ * wait (waits), which the caller hands out. */
 static enum conn_result
 send_again(const struct nodes *ns, struct node *n, int intr_fd)
 {
@@ -431,6 +460,8 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 	conn_reset(n->conn);
 	if ((res = reopen(n, n->deadline, intr_fd)) != CONN_OK)
 		return res;
+	if (waits(n))
+		return CONN_OK;
 	n->asked_at = clock_now();
 	n->was_open = conn_is_ready(n->conn);
 	for (unsigned k = 0; k < n->asks; k++) {
@@ -505,10 +536,14 @@ take_again(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd
 	a->reply = NULL;
 	n->resends++;
 	n->moving = true;
-	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK && !waits(n))
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;
+	if (res == CONN_OK) {
+		wait_moved(n, a); /* (take forgets it) */
+		return TAKEN;
+	}
 	return later(n, a, res);
 }
 
@@ -734,7 +769,7 @@ take_moved(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	enum conn_result res;
 
 	n->resends++;
-	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK && !waits(n))
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;
@@ -743,6 +778,8 @@ take_moved(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	a->replicas = -1;
 	a->maybe_landed = true;
 	a->result = res;
+	if (res == CONN_OK)
+		wait_moved(n, a);
 	clear_asks(n);
 	return TAKEN;
 }
@@ -769,11 +806,17 @@ retry(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		clear_asks(n);
 		return TAKEN;
 	}
-	if ((res = send_again(ns, n, intr_fd)) == CONN_OK)
+	if ((res = send_again(ns, n, intr_fd)) == CONN_OK && !waits(n))
 		return SENT_AGAIN;
 	if (res == CONN_INTERRUPTED)
 		return INTERRUPTED;
-	if ((t = later(n, a, res)) == TAKEN)
+	if (res == CONN_OK) {
+		wait_moved(n, a);
+		t = TAKEN;
+	} else {
+		t = later(n, a, res);
+	}
+	if (t == TAKEN)
 		clear_asks(n);
 	return t;
 }
