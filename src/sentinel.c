@@ -231,9 +231,11 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 }
 
 /* Whether the server c is open to says it is a master: ROLE answers "master" first. A server
- * that refuses ROLE (a managed one, or a user without it) is taken at the Sentinels' word. */
+ * that refuses ROLE (a managed one, or a user without it) is taken at the Sentinels' word,
+ * when they gave it (`named`). */
 static enum conn_result
-confirm_master(struct sentinel *s, struct conn *c, int64_t deadline, int intr_fd, bool *master)
+confirm_master(struct sentinel *s, struct conn *c, int64_t deadline, int intr_fd, bool named,
+	       bool *master)
 {
 	struct reply *r;
 	const struct reply *role;
@@ -242,7 +244,7 @@ confirm_master(struct sentinel *s, struct conn *c, int64_t deadline, int intr_fd
 
 	if (res != CONN_OK)
 		return res;
-	*master = reply_type(r) == REPLY_ERROR ||
+	*master = (named && reply_type(r) == REPLY_ERROR) ||
 		  (reply_type(r) == REPLY_ARRAY && reply_count(r) > 0 &&
 		   reply_type(role = reply_element(r, 0)) == REPLY_STRING &&
 		   strcmp(reply_string(role, NULL), "master") == 0);
@@ -289,7 +291,7 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 	char host[256], where[300];
 	unsigned port = 0;
 	enum conn_result res;
-	bool master;
+	bool master, named;
 
 	for (;;) {
 		/* With a master found before, the Sentinels get half the time: if none of them
@@ -298,6 +300,7 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 		int64_t asked =
 			s->master.host ? clock_now() + (deadline - clock_now()) / 2 : deadline;
 		res = ask(s, asked, intr_fd, host, sizeof(host), &port);
+		named = res == CONN_OK;
 		if (res != CONN_OK && res != CONN_INTERRUPTED && s->silent && s->master.host &&
 		    strlen(s->master.host) < sizeof(host)) {
 			snprintf(host, sizeof(host), "%s", s->master.host);
@@ -311,10 +314,12 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 		url_address(&s->master, where, sizeof(where));
 		res = conn_open(c, deadline, intr_fd);
 		if (res == CONN_OK)
-			res = confirm_master(s, c, deadline, intr_fd, &master);
+			res = confirm_master(s, c, deadline, intr_fd, named, &master);
 		if (res != CONN_OK) {
 			conn_close(c);
-			return fail(s, res, "the Sentinels name %s as the master of '%s': %s",
+			return fail(s, res, "%s %s as the master of '%s': %s",
+				    named ? "the Sentinels name"
+					  : "no Sentinel answered; they named",
 				    where, s->url->master, conn_error(c));
 		}
 		if (master) {
@@ -322,10 +327,10 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 			return CONN_OK;
 		}
 		conn_close(c);
-		fail(s, CONN_TIMEOUT,
-		     "%s, which the Sentinels name as the master of '%s', is not a master (a "
-		     "failover under way?)",
-		     where, s->url->master);
+		fail(s, CONN_TIMEOUT, "%s, which %s as the master of '%s', %s", where,
+		     named ? "the Sentinels name" : "the Sentinels named last", s->url->master,
+		     named ? "is not a master (a failover under way?)"
+			   : "does not say it is one (no Sentinel answered)");
 		if (clock_now() + SENTINEL_PAUSE >= deadline)
 			return CONN_TIMEOUT;
 		if (clock_sleep_until(clock_now() + SENTINEL_PAUSE, intr_fd) < 0)

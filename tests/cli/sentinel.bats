@@ -216,12 +216,12 @@ fail_over_without_key() {
 
 @test "a failover that loses the key, and the command ends before a renewal: 76, naming the failover" {
 	local old
-	"$RR" -t 30s job -- sh -c 'touch "$1/started"; until [ -e "$1/go" ]; do sleep 0.05; done' \
+	"$RR" -t 120s job -- sh -c 'touch "$1/started"; until [ -e "$1/go" ]; do sleep 0.05; done' \
 		sh "$dir" 2>"$dir/err" &
 	local pid=$!
 	wait_until 5 test -e "$dir/started"
 	fail_over_without_key
-	# The next renewal is 10s away: the release is the first to find the key gone.
+	# The next renewal is 40s away: the release is the first to find the key gone.
 	touch "$dir/go"
 	reap "$pid"
 	cat "$dir/err"
