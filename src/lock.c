@@ -304,11 +304,9 @@ ttl_ms(const struct lock *l, char *buf, size_t size)
 const char *
 lock_value_process(const char *value, const char *here)
 {
-	char host[LOCK_HOLDER_MAX];
+	char host[LOCK_HOLDER_MAX], state;
 	long pid;
-
 	pid_t ppid, pgrp;
-	char state;
 
 	if (lock_parse_holder(value, host, sizeof(host), &pid) < 0 || strcmp(host, here) != 0)
 		return NULL;
@@ -362,7 +360,7 @@ lock_describe_holder(const char *value, char *buf, size_t size)
 
 	if (lock_parse_holder(value, host, sizeof(host), &pid) == 0) {
 		snprintf(buf, size, "%s:%ld", host, pid);
-		return buf;
+		return msg_printable(buf); /* a host name is anything the token's writer says */
 	}
 	for (const char *p = value; *p && o + 5 < size; p++)
 		o += (size_t)snprintf(buf + o, size - o, (*p >= ' ' && *p < 127) ? "%c" : "\\x%02x",

@@ -148,6 +148,16 @@ lost_to_break(const struct lock *l, struct outcome *out)
 	return true;
 }
 
+/* A Sentinel failover seen in this run ("the master of 'm' moved from ... to ..."), or NULL. */
+static const char *
+failover(const struct nodes *ns)
+{
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (nodes_failover(ns, i))
+			return nodes_failover(ns, i);
+	return NULL;
+}
+
 /*
  * Gives the lock back once nothing of the command is left running, and adjusts the
  * outcome. Signals no longer cut anything short here: a release takes one round trip, or
@@ -159,16 +169,6 @@ lost_to_break(const struct lock *l, struct outcome *out)
  * have expired while the server stalled; after a lost reply, our own release most likely
  * deleted it. The command ended inside its lease either way (supervise saw to that).
  */
-/* A Sentinel failover seen in this run ("the master of 'm' moved from ... to ..."), or NULL. */
-static const char *
-failover(const struct nodes *ns)
-{
-	for (size_t i = 0; i < nodes_count(ns); i++)
-		if (nodes_failover(ns, i))
-			return nodes_failover(ns, i);
-	return NULL;
-}
-
 static void
 release(struct lock *l, struct nodes *ns, struct outcome *out)
 {

@@ -372,11 +372,10 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 void
 query_print_text(FILE *out, const struct status *s)
 {
-	char prefix[320], *key = strdup(s->key);
+	char prefix[320], *copy = strdup(s->key);
+	/* The KEY as shown: its control characters as '?' (msg_printable). */
+	const char *key = copy ? msg_printable(copy) : s->key;
 
-	if (!key)
-		return;
-	msg_printable(key);
 	if (s->decided) {
 		text_state(out, "", key, &s->all);
 		text_line(out, "  ", &s->all);
@@ -412,7 +411,7 @@ query_print_text(FILE *out, const struct status *s)
 				"(maxmemory-policy %s): set it to noeviction\n",
 				s->node[i].ev.policy);
 	}
-	free(key);
+	free(copy);
 }
 
 /* The settings INFO memory's text says into ev. */
@@ -639,7 +638,9 @@ query_break(const struct opts *o)
 	struct lock l;
 	struct lock_breaking node[NODES_MAX];
 	struct nodes *ns;
-	char by[300], here[256] = "";
+	char by[300], here[256] = "", *key = strdup(o->key);
+	/* The KEY as shown: its control characters as '?' (msg_printable). */
+	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
 	bool taken, unheard = false;
 
@@ -648,17 +649,22 @@ query_break(const struct opts *o)
 			msg_error("--break %s: nobody to ask here (not a terminal); add --yes to "
 				  "break it",
 				  o->key);
+			free(key);
 			return STATUS_USAGE;
 		}
 		/* What is about to be broken, said first, as --status says it. */
-		if (report(o, &taken) == STATUS_UNAVAILABLE)
+		if (report(o, &taken) == STATUS_UNAVAILABLE) {
+			free(key);
 			return STATUS_UNAVAILABLE;
+		}
 		if (!taken) {
-			printf("%s: nothing to break\n", o->key);
+			printf("%s: nothing to break\n", shown);
+			free(key);
 			return 0;
 		}
-		if (!confirmed(o->key)) {
-			msg_error("%s: not broken", o->key);
+		if (!confirmed(shown)) {
+			msg_error("%s: not broken", shown);
+			free(key);
 			return 1;
 		}
 	}
@@ -677,9 +683,9 @@ query_break(const struct opts *o)
 			snprintf(prefix, sizeof(prefix), "on %s: ", nodes_address(ns, i));
 		unheard = unheard || node[i].unheard;
 		if (node[i].answered)
-			text_breaking(stdout, prefix, o->key, &node[i]);
+			text_breaking(stdout, prefix, shown, &node[i]);
 		else if (nodes_count(ns) > 1 || status == 0)
-			fprintf(stdout, "%scannot break %s: %s%s\n", prefix, o->key, node[i].error,
+			fprintf(stdout, "%scannot break %s: %s%s\n", prefix, shown, node[i].error,
 				node[i].unheard
 					? " (the break went out: it may still be carried out "
 					  "there)"
@@ -694,5 +700,6 @@ query_break(const struct opts *o)
 			  o->key);
 	nodes_free(ns);
 	lock_free(&l);
+	free(key);
 	return status;
 }

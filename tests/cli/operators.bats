@@ -415,7 +415,7 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
-@test "a KEY with a newline or an escape in it: messages and --status show it on one line" {
+@test "a KEY with a newline or an escape in it: messages, --status and --break show it on one line" {
 	local key=$'two\nlines\e[2J'
 	"$RR" "$key" -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
@@ -423,6 +423,14 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	run -75 "$RR" --status "$key"
 	assert_equal "${#lines[@]}" 1
 	assert_output --regexp '^two\?lines\?\[2J is held by '
+	# --break too, whose answer is on standard output
+	run -0 "$RR" --break --yes "$key"
+	assert_equal "${#lines[@]}" 1
+	assert_output --regexp '^broke two\?lines\?\[2J, held by '
+	reap "$holder"
+	"$RR" "$key" -c "touch $dir/held2; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -e "$dir/held2"
 	run -75 --separate-stderr "$RR" -n -v "$key" -- true
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_regex "$stderr" "^redlock-run: two\?lines\?\[2J is held by $(hostname):$holder; giving up after "
