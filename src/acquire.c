@@ -556,9 +556,11 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		rd->young_ready =
 			ready[time_min((int64_t)(nodes_quorum(ns) - rd->yes), (int64_t)k) - 1];
 		set_error(l, "%s", rd->young_why);
-		if (q->wait != 0 && !q->young_told) {
-			/* A wait of a lease that nothing else explains: said once, -v or not. */
-			msg_warn("%s; waiting for that", rd->young_why);
+		if (!q->young_told) {
+			/* A wait of a lease (or, with -n, a busy status for a lock nobody may
+			 * hold) that nothing else explains: said once, -v or not. */
+			msg_warn("%s; %s", rd->young_why,
+				 q->wait != 0 ? "waiting for that" : "not waiting for that (-n)");
 			q->young_told = true;
 		}
 		if (rd->young == rd->held)

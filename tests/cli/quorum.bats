@@ -422,6 +422,11 @@ print(o["held"], o["fence"], o["held_ms"] >= int(sys.argv[1]))' "$since")
 		awk '{ n += $1 } END { print n + 0 }')
 	echo "q2 ran $calls scripts in 1.5s" >&2
 	((calls < 20))
+	# -n: busy (nobody may hold it), and said once too, or a cron job skips in silence.
+	run -75 --separate-stderr "$RR" -n -t 30s job -- echo never
+	assert_equal "${#stderr_lines[@]}" 1
+	# (Under a 30s lease, q2 is young too: either may be named.)
+	assert_regex "$stderr" "^redlock-run: 127.0.0.1:[0-9]+ restarted .* ago, less than a lease ago: it counts towards a quorum in .*; not waiting for that \(-n\)$"
 }
 
 @test "a waiter on 3 servers is woken by the release, not by the end of the lease; -w ends a wait" {
