@@ -628,7 +628,11 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 		}
 		return LOCK_UNAVAILABLE;
 	}
-	if (!q->pause)
+	if (!q->pause && q->wait > 0 && q->answered_at < 0)
+		/* Never answered in this run, a wrong address as likely as a restart: a -w of
+		 * twenty minutes must not pass in silence. */
+		msg_warn("%s; trying again until the wait ends", l->error);
+	else if (!q->pause)
 		msg_info("%s; trying again%s", l->error,
 			 q->wait > 0                          ? " until the wait ends"
 			 : q->wait == 0 || q->answered_at < 0 ? ""

@@ -175,8 +175,9 @@ back_after_a_second_then_acquired() {
 	assert_output --partial "; trying again for up to a minute"
 }
 
-@test "-w against a server that never answers: tried until the wait ends, then 69" {
-	elapsed_ms "$RR" -v -r redis://127.0.0.1:1 -w 0.5 job -- echo never 2>"$dir/err"
+@test "-w against a server that never answers: tried until the wait ends, saying so at once, then 69" {
+	# Without -v too: a wrong address must not make a long -w pass in silence.
+	elapsed_ms "$RR" -r redis://127.0.0.1:1 -w 0.5 job -- echo never 2>"$dir/err"
 	assert_equal "$status" 69
 	# Until the wait ends, and not the minute a wait without -w rides out: a sixth of it.
 	((elapsed >= 500 && elapsed < 10000))
