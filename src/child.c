@@ -1,6 +1,5 @@
 #include "child.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
