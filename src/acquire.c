@@ -652,12 +652,17 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 
 /*
  * Contenders split the nodes between them: each gave back what it took, and tries again after
- * a random pause, so that they do not collide again. LOCK_ACQUIRED means "try again".
+ * a random pause, so that they do not collide again. LOCK_ACQUIRED means "try again". With
+ * -n, whose tries are few (LOCK_SPLITS), the pause's span doubles with each split, as
+ * Ethernet's backoff does: on a loaded machine an attempt takes long enough that two pauses
+ * of one span collide often, and five collisions in a row left both contenders busy while
+ * neither held the lock.
  */
 static enum lock_result
 pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
 {
-	int64_t span = time_max(5 * NS_PER_MS, time_min(l->ttl / 30, 50 * NS_PER_MS));
+	int64_t span = time_max(5 * NS_PER_MS, time_min(l->ttl / 30, 50 * NS_PER_MS))
+		       << (q->wait == 0 && q->splits > 0 ? q->splits - 1 : 0);
 	uint32_t r;
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
