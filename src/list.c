@@ -253,7 +253,7 @@ put_column(FILE *out, const char *s, int width)
 	int n = 0;
 
 	for (; *s; s++, n++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+		fputc(msg_is_control(*s) ? '?' : *s, out);
 	for (; n < width; n++)
 		fputc(' ', out);
 }

@@ -189,11 +189,17 @@ msg_progress_end(void)
 	progress_open = false;
 }
 
+bool
+msg_is_control(char c)
+{
+	return (unsigned char)c < 0x20 || c == 0x7f;
+}
+
 char *
 msg_printable(char *s)
 {
 	for (char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+		if (msg_is_control(*c))
 			*c = '?';
 	return s;
 }

@@ -51,5 +51,7 @@ const char *msg_strerror(int err, char *buf, size_t size);
  * s: a name from the command line or from Redis stays on its line, and sends the terminal no
  * command. Every message goes through it. */
 char *msg_printable(char *s);
+/* Whether c is one of the control characters msg_printable replaces. */
+bool msg_is_control(char c);
 
 #endif
