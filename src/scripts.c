@@ -177,6 +177,10 @@
  *
  * (A release cannot name in KEYS the waiter it will wake: the wake lists are named here, from
  * KEYS[3], in KEY's hash slot like every other key.)
+ *
+ * `lengthen(key, ms, made)`: key lives ms more, unless it has longer. PEXPIRE GT does it in one
+ * command (Redis 7.0 and later); a key without expiry counts as endless there, so a key that
+ * may have just been `made` is asked its PTTL and given one. An older server asks PTTL first.
  */
 #define LINE                                                                                       \
 	"local wake, places, queue, fates = KEYS[3], KEYS[4], KEYS[5], KEYS[6]\n"                  \
@@ -189,6 +193,13 @@
 	"local function push(list)\n"                                                              \
 	"  redis.call('RPUSH', list, 1)\n"                                                         \
 	"  redis.call('PEXPIRE', list, " HANDOFF_MS ")\n"                                          \
+	"end\n"                                                                                    \
+	"local function lengthen(key, ms, made)\n"                                                 \
+	"  local longer = redis.pcall('PEXPIRE', key, ms, 'GT')\n"                                 \
+	"  if type(longer) == 'table' and redis.call('PTTL', key) < ms or\n"                       \
+	"     longer == 0 and made and redis.call('PTTL', key) == -1 then\n"                       \
+	"    redis.call('PEXPIRE', key, ms)\n"                                                     \
+	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
 	"local ends = {}\n"                                                                        \
 	"local function firsts(q, n)\n"                                                            \
@@ -324,27 +335,22 @@
  * keeps that queue for an hour, or the wait if longer (a line whose waiters all wait longer
  * than an hour for one holder keeps its order too). Otherwise it leaves that line.
  *
- * The places' key lives as long as the latest place: each look lengthens its life to that of
- * its own place, and never shortens it. A place can be short (behind what --min-hold keeps of
- * a lease, a front waiter's handoff, a holder with a short lease), and the key's end would take
- * every longer place with it: the line would wake nobody and lose its order. PEXPIRE GT does it
- * in one command (Redis 7.0 and later; a key without expiry counts as endless, so a key that
- * ZADD just made is given one); an older server asks PTTL first.
+ * The places' key lives as long as the latest place, and the queue as long as the longest of
+ * those lives: each look lengthens them (see `lengthen` in LINE), never shortens them. A place
+ * can be short (behind what --min-hold keeps of a lease, a front waiter's handoff, a holder
+ * with a short lease), and the key's end would take every longer place with it: the line would
+ * wake nobody and lose its order.
  */
 #define WAIT_IN_LINE                                                                               \
 	"if handoff > 0 then\n"                                                                    \
 	"  local life = math.max(pttl, 0) + math.floor(math.max(pttl, 0) / 50) + handoff\n"        \
-	"  local new = redis.call('ZADD', places, side * (clock() + life), me)\n"                  \
-	"  local longer = redis.pcall('PEXPIRE', places, life, 'GT')\n"                            \
-	"  if type(longer) == 'table' and redis.call('PTTL', places) < life or\n"                  \
-	"     longer == 0 and new == 1 and redis.call('PTTL', places) == -1 then\n"                \
-	"    redis.call('PEXPIRE', places, life)\n"                                                \
-	"  end\n"                                                                                  \
+	"  local new = redis.call('ZADD', places, side * (clock() + life), me) == 1\n"             \
+	"  lengthen(places, life, new)\n"                                                          \
 	"  if ordered then\n"                                                                      \
-	"    if new == 1 then\n"                                                                   \
+	"    if new then\n"                                                                        \
 	"      redis.call('ZADD', queue_of(me), 'NX', string.format('%.0f', now_us), me)\n"        \
 	"    end\n"                                                                                \
-	"    redis.call('PEXPIRE', queue_of(me), math.max(life, " FENCE_KEEP_MS "))\n"             \
+	"    lengthen(queue_of(me), math.max(life, " FENCE_KEEP_MS "), new)\n"                    \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
 	"  redis.call('ZREM', places, me)\n"                                                       \

@@ -101,6 +101,29 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(ran)" "1 2 3 4"
 }
 
+@test "fifo: a waiter with a shorter wait does not shorten the line's order" {
+	# The order is kept for an hour, or longer by a line waiting out a longer lease; such a
+	# line is staged here by lengthening the order's key (a lease of hours takes too long to
+	# wait for). A newcomer waiting out a 20s lease must leave it as long as it found it, or
+	# the order ends before the waiters who need it.
+	hold job -t 20s
+	"$RR" -t 20s job -c "echo 1 >> $dir/ran" &
+	pids[1]=$!
+	wait_until 10 queued 1
+	rcli pexpire '{job}:queue' 7200000 >/dev/null
+	"$RR" -t 20s job -c "echo 2 >> $dir/ran" &
+	pids[2]=$!
+	wait_until 10 queued 2
+	local left
+	left=$(rcli pttl '{job}:queue')
+	echo "the order's key has ${left}ms left" >&2
+	((left > 3600000))
+	touch "$dir/go.job"
+	reap "$holder"
+	reap_ok "${pids[@]}"
+	assert_equal "$(ran)" "1 2"
+}
+
 @test "fifo: nobody overtakes a waiter whose turn it is, not -n, not a newcomer, while the lock is free" {
 	# The instant of a handoff, held still: the lock free, a waiter of another host first in
 	# line, its place lasting 30s more (as a release leaves it, for a second, to a waiter
