@@ -295,6 +295,18 @@ read_breaking(struct lock *l, const char *address, const struct reply *r, struct
 
 	if (foreign(l, address, r, ""))
 		return -1;
+	if (reply_type(r) == REPLY_ARRAY && n == 2 &&
+	    reply_type(reply_element(r, 0)) == REPLY_INTEGER &&
+	    reply_integer(reply_element(r, 0)) == 2) {
+		/* The holder shown is gone: who holds it now, if anyone does. */
+		b->answered = b->changed = true;
+		b->before = b->fence = -1;
+		if (reply_type(reply_element(r, 1)) == REPLY_STRING) {
+			const char *v = reply_string(reply_element(r, 1), &len);
+			snprintf(b->holder, sizeof(b->holder), "%.*s", (int)len, v);
+		}
+		return 0;
+	}
 	if (reply_type(r) != REPLY_ARRAY || n < 1 ||
 	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
 	    (reply_integer(reply_element(r, 0)) == 1 &&
@@ -322,10 +334,10 @@ read_breaking(struct lock *l, const char *address, const struct reply *r, struct
 }
 
 int
-lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
+lock_break(struct lock *l, struct nodes *ns, const char *by, const char *shown, int64_t deadline,
 	   struct lock_breaking *node)
 {
-	const char *args[7] = { LINE_KEYS(l), by };
+	const char *args[8] = { LINE_KEYS(l), by, shown ? shown : "" };
 	size_t answered = 0;
 	struct failures why = { 0 };
 	struct call call;
@@ -336,7 +348,7 @@ lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
 		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
 			 nodes_address(ns, i));
 	}
-	call_init(&call, &script_break, 6, 7, args);
+	call_init(&call, &script_break, 6, 8, args);
 	/* By its text: a server that sits on the break (frozen, or busy) carries out the same
 	 * break when it comes back whether or not it knew the script, rather than a NOSCRIPT
 	 * that nobody reads. A break is rare: its few hundred bytes more cost nothing. */

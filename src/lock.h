@@ -242,16 +242,20 @@ struct lock_breaking {
 	bool unheard;  /* not answered, but the break went out and may still be carried out */
 	char error[300];
 	bool broke;                   /* someone held KEY there, and no longer does */
+	bool changed;                 /* the holder shown holds it no more: nothing was broken,
+				       * holder is who holds it now ("": nobody) */
 	long long fence, before;      /* the fence now, and the one before (-1: none) */
 	int64_t left;                 /* what was left of the broken holders' leases (ns) */
 	size_t holders;               /* how many held it */
 	char holder[LOCK_HOLDER_MAX]; /* the first of them */
 };
 
-/* Breaks the lock on every node (script_break), saying it was broken by `by` ("HOST:PID"):
- * each node's outcome into node[i]. 0 once a quorum answered, else -1 with l->error set. */
-int lock_break(struct lock *l, struct nodes *ns, const char *by, int64_t deadline,
-	       struct lock_breaking *node);
+/* Breaks the lock on every node (script_break), saying it was broken by `by` ("HOST:PID"),
+ * only where `shown` (a holder's value, as --status showed it) still holds it, unless shown is
+ * NULL: each node's outcome into node[i]. 0 once a quorum answered, else -1 with l->error
+ * set. */
+int lock_break(struct lock *l, struct nodes *ns, const char *by, const char *shown,
+	       int64_t deadline, struct lock_breaking *node);
 
 /* Whether a holder's value, as a renewal or a release that lost the lock reports it, says that
  * the lock was broken with --break ("broken:HOST:PID"): then buf holds who broke it, "HOST:PID". */

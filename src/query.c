@@ -533,9 +533,10 @@ query_ask(struct status *s, struct lock *l, struct nodes *ns, int64_t connect_ti
 }
 
 /* --status's answer on standard output, and its exit status; *taken, whether anyone holds the
- * lock (a place of a semaphore that is not full, a shared holder: any). */
+ * lock (a place of a semaphore that is not full, a shared holder: any), and then holder, the
+ * value of the holder shown first. */
 static int
-report(const struct opts *o, bool *taken)
+report(const struct opts *o, bool *taken, char *holder, size_t size)
 {
 	struct lock l;
 	struct nodes *ns;
@@ -556,6 +557,8 @@ report(const struct opts *o, bool *taken)
 			query_print_text(stdout, s);
 	}
 	*taken = s->decided && (s->all.held || s->all.holders > 0);
+	if (*taken)
+		snprintf(holder, size, "%s", s->all.value);
 	if (s->decided) {
 		/* With -s: whether a shared holder could get in, which it cannot past an
 		 * exclusive waiter (newcomers wait behind it). */
@@ -582,9 +585,10 @@ report(const struct opts *o, bool *taken)
 int
 query_status(const struct opts *o)
 {
+	char holder[LOCK_HOLDER_MAX];
 	bool taken;
 
-	return report(o, &taken);
+	return report(o, &taken, holder, sizeof(holder));
 }
 
 /* Asks the user on the terminal whether to break the lock that --status just described. */
@@ -608,11 +612,16 @@ text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_
 {
 	char who[LOCK_HOLDER_MAX], left[32], held[32], since[48] = "";
 
+	lock_describe_holder(b->holder, who, sizeof(who));
+	if (b->changed) {
+		fprintf(out, "%s%s changed hands after it was shown: now held by %s; not broken\n",
+			prefix, key, who);
+		return;
+	}
 	if (!b->broke) {
 		fprintf(out, "%s%s was free: nothing to break\n", prefix, key);
 		return;
 	}
-	lock_describe_holder(b->holder, who, sizeof(who));
 	/* The fences are the server's clock in µs, when each was taken: held that long. */
 	if (b->before > 1000000000000000LL && b->fence > b->before)
 		snprintf(since, sizeof(since), "taken %s ago, ",
@@ -638,11 +647,11 @@ query_break(const struct opts *o)
 	struct lock l;
 	struct lock_breaking node[NODES_MAX];
 	struct nodes *ns;
-	char by[300], here[256] = "", *key = strdup(o->key);
+	char by[300], here[256] = "", shown_holder[LOCK_HOLDER_MAX], *key = strdup(o->key);
 	/* The KEY as shown: its control characters as '?' (msg_printable). */
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
-	bool taken, unheard = false;
+	bool taken, unheard = false, broke = false, changed = false;
 
 	if (!o->yes) {
 		if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
@@ -653,7 +662,7 @@ query_break(const struct opts *o)
 			return STATUS_USAGE;
 		}
 		/* What is about to be broken, said first, as --status says it. */
-		if (report(o, &taken) == STATUS_UNAVAILABLE) {
+		if (report(o, &taken, shown_holder, sizeof(shown_holder)) == STATUS_UNAVAILABLE) {
 			free(key);
 			return STATUS_UNAVAILABLE;
 		}
@@ -672,8 +681,10 @@ query_break(const struct opts *o)
 		msg_fatal(STATUS_OSERR, "cannot set up the break");
 	gethostname(here, sizeof(here) - 1);
 	snprintf(by, sizeof(by), "%s:%ld", here, (long)getpid());
-	if (lock_break(&l, ns, by, clock_now() + time_min(l.io_timeout, o->connect_timeout), node) <
-	    0) {
+	/* What the user said yes to is the holder shown: one that took the lock meanwhile (the
+	 * one shown finished) is not broken. */
+	if (lock_break(&l, ns, by, o->yes ? NULL : shown_holder,
+		       clock_now() + time_min(l.io_timeout, o->connect_timeout), node) < 0) {
 		msg_error("%s", l.error);
 		status = STATUS_UNAVAILABLE;
 	}
@@ -682,6 +693,8 @@ query_break(const struct opts *o)
 		if (nodes_count(ns) > 1)
 			snprintf(prefix, sizeof(prefix), "on %s: ", nodes_address(ns, i));
 		unheard = unheard || node[i].unheard;
+		broke = broke || node[i].broke;
+		changed = changed || node[i].changed;
 		if (node[i].answered)
 			text_breaking(stdout, prefix, shown, &node[i]);
 		else if (nodes_count(ns) > 1 || status == 0)
@@ -690,6 +703,12 @@ query_break(const struct opts *o)
 					? " (the break went out: it may still be carried out "
 					  "there)"
 					: "");
+	}
+	if (status == 0 && changed && !broke) {
+		msg_error("%s: not broken: its holder changed while you answered; see who holds it "
+			  "now with --status",
+			  shown);
+		status = 1;
 	}
 	/* A server that sat on the break (frozen, or busy) may still carry it out: breaking
 	 * again at once could then break whoever holds the lock next. */

@@ -792,7 +792,8 @@ struct script script_query = {
 };
 
 /*
- * --break: ends a lock on purpose. KEYS as LINE says; ARGV[1] who breaks it, "HOST:PID".
+ * --break: ends a lock on purpose. KEYS as LINE says; ARGV[1] who breaks it, "HOST:PID";
+ * ARGV[2] the holder the user was shown and said yes to, or "" to break whoever holds it.
  *
  * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with
  * who broke the lock, for as long as their leases could last: their renewals and releases find
@@ -805,7 +806,9 @@ struct script script_query = {
  * is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
  * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
  * holds KEY (the line is woken all the same: a free lock whose next waiter was not woken is a
- * stuck line); an error "FOREIGN what" when KEY is not a lock (see ALIEN).
+ * stuck line); {2, a holder} when the holder shown is not among them any more, nor kept by
+ * --min-hold (it finished, and someone else took the lock): nothing is broken; an error "FOREIGN what" when KEY is not
+ * a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
@@ -816,6 +819,11 @@ struct script script_break = {
 		"end\n"
 		"local what = alien()\n"
 		"if what then return foreign(what) end\n"
+		"local shown = ARGV[2] ~= '' and ARGV[2]\n"
+		"local function holds(v)\n"
+		"  if kind == 'string' then return holders[1] == v end\n"
+		"  return (tonumber(redis.call('ZSCORE', KEYS[1], v)) or 0) > clock()\n"
+		"end\n"
 		"if kind == 'string' then\n"
 		"  holders[1] = redis.call('GET', KEYS[1])\n"
 		"else\n"
@@ -824,6 +832,9 @@ struct script script_break = {
 		"    wake_next(16)\n"
 		"    return {0}\n"
 		"  end\n"
+		"end\n"
+		"if shown and not holds(shown) and not holds(shown .. ':kept') then\n"
+		"  return {2, holders[1]}\n"
 		"end\n"
 		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
 		"local before = redis.call('GET', KEYS[2]) or false\n"

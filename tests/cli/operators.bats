@@ -300,6 +300,33 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	done
 }
 
+@test "--break on a terminal breaks the holder it showed, not one that took the lock while the user answered" {
+	"$RR" -t 30s job -c "touch $dir/first; until [ -e $dir/go.first ]; do sleep 0.05; done" &
+	local first=$!
+	wait_until 5 test -e "$dir/first"
+	"$RR" -t 30s job -c "touch $dir/second; until [ -e $dir/go.second ]; do sleep 0.05; done" &
+	local second=$!
+	wait_until 5 eval '(($(rcli zcard "{job}:queue") == 1))'
+	# While the question waits, the holder shown finishes and the waiter takes the lock.
+	before_answer="touch $dir/go.first; for _ in \$(seq 400); do [ -e $dir/second ] && break; sleep 0.05; done" \
+		run -1 on_terminal y "$RR" --break job
+	assert_output --partial "job is held by $(hostname):$first (taken "
+	assert_output --partial "job changed hands after it was shown: now held by $(hostname):$second; not broken"
+	assert_output --partial "job: not broken: its holder changed while you answered"
+	run -75 "$RR" --status job
+	touch "$dir/go.second"
+	reap_ok "$first" "$second"
+	# One that finished and is kept by --min-hold is the holder shown all the same.
+	"$RR" -t 30s --min-hold 30s job -c "touch $dir/kept; until [ -e $dir/go.kept ]; do sleep 0.05; done" &
+	local kept=$!
+	wait_until 5 test -e "$dir/kept"
+	before_answer="touch $dir/go.kept; for _ in \$(seq 400); do redis-cli -s $(redis_sock main) get job | grep -q ':kept\$' && break; sleep 0.05; done" \
+		run -0 on_terminal y "$RR" --break job
+	assert_output --partial "broke job, held by $(hostname):$kept "
+	run -0 "$RR" -n job -- true
+	reap_ok "$kept"
+}
+
 @test "--break of a server that is not Redis: 69, the reason, and no warning that it may still land" {
 	# Something else on the socket, answering each request with an HTTP error.
 	python3 -c 'import socket, sys
@@ -503,15 +530,12 @@ print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])'
 	assert_output ""
 }
 
-@test "--break on a terminal says what it would break and asks: no keeps the lock (1), yes breaks it" {
-	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
-	local holder=$!
-	wait_until 5 test -e "$dir/held"
-	# on_terminal ANSWER ARGS...: redlock-run ARGS on a terminal of its own, ANSWER typed
-	# once it asks; prints what the terminal showed, and exits with its status.
-	on_terminal() {
-		python3 - "$@" <<'PY'
-import os, pty, sys
+# on_terminal ANSWER ARGS...: redlock-run ARGS on a terminal of its own, ANSWER typed
+# once it asks (after running the shell command $before_answer, if set); prints what the
+# terminal showed, and exits with its status.
+on_terminal() {
+	python3 - "$@" <<'PY'
+import os, pty, subprocess, sys
 answer, argv = sys.argv[1], sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -522,6 +546,8 @@ while b"[y/N]" not in seen:
     if not chunk:
         break
     seen += chunk
+if os.environ.get("before_answer"):
+    subprocess.run(["bash", "-c", os.environ["before_answer"]], check=True)
 os.write(fd, answer.encode() + b"\n")
 while True:
     try:
@@ -534,7 +560,12 @@ while True:
 sys.stdout.write(seen.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 PY
-	}
+}
+
+@test "--break on a terminal says what it would break and asks: no keeps the lock (1), yes breaks it" {
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
 	run -1 on_terminal n "$RR" --break job
 	assert_output --partial "job is held by $(hostname):$holder (taken "
 	assert_output --partial "break job? [y/N]"
