@@ -201,12 +201,14 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fputs("null", out);
 	json_line(out, st);
 	if (!decided)
-		return;
-	if (st->shared)
+		fputs(", \"mode\": null, \"limit\": null, \"holders\": null", out);
+	else if (st->shared)
 		fputs(", \"mode\": \"shared\", \"limit\": null, \"holders\": [", out);
 	else
 		fprintf(out, ", \"mode\": \"%s\", \"limit\": %d, \"holders\": [",
 			st->limit ? "semaphore" : "exclusive", st->limit ? st->limit : 1);
+	if (!decided)
+		return;
 	if (st->limit || st->shared)
 		for (size_t i = 0; i < st->holders && i < LOCK_STATE_HOLDERS; i++)
 			json_holder(out, i, st->holder[i].value, st->holder[i].ttl,

@@ -563,9 +563,14 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	[[ $stderr == *"cannot tell whether job is held: it is on 1 of the 2 nodes that answered, and 1 did not"* ]]
 	run --separate-stderr "$RR" --connect-timeout 500ms --list --json
 	assert_equal "$status" 69
-	echo "$output" | python3 -c 'import json, sys
+	# Its object has every field all the same, null where the quorum cannot tell.
+	undecided='import json, sys
 o = json.loads(sys.stdin.readline())
-assert o["key"] == "job" and o["held"] is None, o'
+assert o["key"] == "job" and o["held"] is None, o
+assert o["mode"] is None and o["limit"] is None and o["holders"] is None, o'
+	echo "$output" | python3 -c "$undecided"
+	run -69 --separate-stderr "$RR" --connect-timeout 500ms --status --json job
+	echo "$output" | python3 -c "$undecided"
 	node_thaw 2
 }
 
