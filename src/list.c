@@ -345,7 +345,7 @@ query_list(const struct opts *o)
 	struct names n = { 0 };
 	struct eviction ev[NODES_MAX];
 	bool asked[NODES_MAX] = { false }, silent[NODES_MAX] = { false };
-	char error[400] = "";
+	char error[400] = "", failed[NODES_MAX][400] = { "" };
 	int64_t timeout = o->connect_timeout; /* for each reply, as --status waits */
 	size_t listed = 0, unique = 0;
 	int status = 0, count;
@@ -379,15 +379,21 @@ query_list(const struct opts *o)
 		}
 	} else {
 		size_t answered = 0;
+		/* One that fails is not asked about each lock either: waited for once. */
 		for (size_t i = 0; i < nodes_count(ns); i++) {
-			if (scan(ns, i, o->key, timeout, &n, error, sizeof(error)) == 0) {
+			if (scan(ns, i, o->key, timeout, &n, failed[i], sizeof(failed[i])) == 0)
 				answered++;
-				continue;
-			}
-			msg_error("cannot list the locks: %s", error);
-			silent[i] = true; /* not asked about each lock either: waited for once */
+			else
+				silent[i] = true;
 		}
-		/* Over a quorum, the servers that answered must be able to hold a lock. */
+		/* Over a quorum, the servers that answered must be able to hold a lock: the
+		 * locks are listed from them. */
+		for (size_t i = 0; i < nodes_count(ns); i++)
+			if (failed[i][0] && answered >= nodes_quorum(ns))
+				msg_error("%s (the locks are listed from the other servers)",
+					  failed[i]);
+			else if (failed[i][0])
+				msg_error("cannot list the locks: %s", failed[i]);
 		if (answered < nodes_quorum(ns)) {
 			status = STATUS_UNAVAILABLE;
 			goto done;
@@ -412,9 +418,13 @@ query_list(const struct opts *o)
 			msg_fatal(STATUS_OSERR, "cannot set up the list");
 		query_ask(s, &l, ns, o->connect_timeout, silent);
 		/* A server that sat on one query (frozen) is not waited for again: each lock
-		 * would cost the whole timeout. */
-		for (size_t i = 0; i < s->count; i++)
+		 * would cost the whole timeout. One that failed the listing says why. */
+		for (size_t i = 0; i < s->count; i++) {
 			silent[i] = silent[i] || s->node[i].st.silent;
+			if (failed[i][0])
+				snprintf(s->node[i].st.error, sizeof(s->node[i].st.error), "%.299s",
+					 failed[i]);
+		}
 		if (!s->decided && !foreign_somewhere(s)) {
 			/* It may be held: said, and the list is not the whole truth (69). */
 			msg_error("%s", l.error);
@@ -435,7 +445,8 @@ query_list(const struct opts *o)
 		lock_free(&l);
 		free(s);
 	}
-	if (!o->json && !listed)
+	/* (A list that lacks a lock it could not tell is not "none".) */
+	if (!o->json && !listed && status == 0)
 		fprintf(stdout, "(no locks held%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
 			strcmp(o->key, "*") ? o->key : "");
 done:

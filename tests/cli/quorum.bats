@@ -561,6 +561,7 @@ print(o["held"], o["pid"], o["quorum"], len(o["nodes"]),
 	run --separate-stderr "$RR" --connect-timeout 500ms --list
 	assert_equal "$status" 69
 	[[ $stderr == *"cannot tell whether job is held: it is on 1 of the 2 nodes that answered, and 1 did not"* ]]
+	refute_output --partial "no locks held"
 	run --separate-stderr "$RR" --connect-timeout 500ms --list --json
 	assert_equal "$status" 69
 	# Its object has every field all the same, null where the quorum cannot tell.
@@ -572,6 +573,21 @@ assert o["mode"] is None and o["limit"] is None and o["holders"] is None, o'
 	run -69 --separate-stderr "$RR" --connect-timeout 500ms --status --json job
 	echo "$output" | python3 -c "$undecided"
 	node_thaw 2
+}
+
+@test "--list with a server down lists from the others, and says why that one is not in it" {
+	rcli_on q1 set job "$OTHER" px 60000 >/dev/null
+	rcli_on q2 set job "$OTHER" px 60000 >/dev/null
+	redis_stop q3
+	run --separate-stderr "$RR" --list
+	assert_success
+	assert_line --index 1 --regexp "^job "
+	assert_equal "$stderr" "redlock-run: cannot connect to 127.0.0.1:$(redis_port q3): connection refused (the locks are listed from the other servers)"
+	run -0 --separate-stderr "$RR" --list --json
+	echo "$output" | python3 -c 'import json, sys
+o = json.loads(sys.stdin.readline())
+assert o["held"] is True, o
+assert o["nodes"][2]["error"] == "cannot connect to 127.0.0.1:'"$(redis_port q3)"': connection refused", o'
 }
 
 @test "--list with a server frozen waits for it once, not once a lock" {
@@ -586,7 +602,7 @@ assert o["mode"] is None and o["limit"] is None and o["holders"] is None, o'
 	run --separate-stderr "$RR" --connect-timeout 500ms --list
 	assert_success
 	assert_equal "${#lines[@]}" 5
-	[[ $stderr == *"cannot list the locks: no reply from 127.0.0.1:$(redis_port q2)"* ]]
+	[[ $stderr == "redlock-run: no reply from 127.0.0.1:$(redis_port q2) in time (the locks are listed from the other servers)" ]]
 	# What went to q2 waits there: once it has thawed and served it all, it ran the SCAN
 	# that found it silent, and no query of a lock.
 	node_thaw 2
