@@ -111,15 +111,20 @@ gone(const char *process)
 	return process && strcmp(process, "gone") == 0;
 }
 
-/* Free, and the first in line was not woken (a release gives the one it wakes a handoff's
- * time): it takes the lock when it looks again, within the time this returns, if it is still
- * there; -1 when the line is not held back so. */
+/* Free, and the first in line that is not gone (*next; those before it were killed outright)
+ * was not woken (a release gives the one it wakes a handoff's time): it takes the lock when it
+ * looks again, within the time this returns; -1 when the line is not held back so. */
 static int64_t
-stalled(const struct lock_state *st)
+stalled(const struct lock_state *st, size_t *next)
 {
-	if (!st->held && !st->holders && st->ordered && st->nwaiters &&
-	    st->waiter[0].place > LOCK_HANDOFF && !gone(st->waiter[0].process))
-		return st->waiter[0].place;
+	size_t i = 0;
+
+	while (i < st->nwaiters && gone(st->waiter[i].process))
+		i++;
+	*next = i;
+	if (!st->held && !st->holders && st->ordered && i < st->nwaiters &&
+	    st->waiter[i].place > LOCK_HANDOFF)
+		return st->waiter[i].place;
 	return -1;
 }
 
@@ -129,7 +134,8 @@ stalled(const struct lock_state *st)
 static void
 json_line(FILE *out, const struct lock_state *st)
 {
-	int64_t stall = stalled(st);
+	size_t next;
+	int64_t stall = stalled(st, &next);
 
 	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
 		discipline(st), st->waiting, st->ordered ? "true" : "false");
@@ -343,7 +349,8 @@ static void
 text_line(FILE *out, const char *prefix, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], waited[32];
-	int64_t stall = stalled(st);
+	size_t next;
+	int64_t stall = stalled(st, &next);
 
 	if (st->waiting <= 0)
 		return;
@@ -362,13 +369,20 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	if ((long long)st->nwaiters < st->waiting)
 		fprintf(out, " and %lld more", st->waiting - (long long)st->nwaiters);
 	fputc('\n', out);
-	if (stall >= 0)
+	if (stall >= 0 && next == 0)
 		fprintf(out,
 			"%snext: %s, not woken (the one a release woke did not come, or the lease "
 			"ran out unreleased); it takes the lock when it looks again, within %s, or "
 			"at once when another run asks for it\n",
 			prefix, lock_describe_holder(st->waiter[0].value, who, sizeof(who)),
 			duration_format(stall, waited, sizeof(waited)));
+	else if (stall >= 0)
+		fprintf(out,
+			"%snext: %s, not woken, behind %zu gone; it takes the lock when it looks "
+			"again, within %s, or when other runs ask for it (each ask wakes the first "
+			"in line, and passes it a second later if it does not come)\n",
+			prefix, lock_describe_holder(st->waiter[next].value, who, sizeof(who)),
+			next, duration_format(stall, waited, sizeof(waited)));
 }
 
 void

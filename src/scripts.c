@@ -399,8 +399,10 @@
  * value whose reply was lost (its lease is refreshed and its fence returned). Otherwise {0, the
  * holder's PTTL, the holder's value} (the shared holder whose lease ends last), or, when KEY is
  * free but an ordered line has a waiter who goes first, {0, what that waiter's place has left,
- * its value}; a waiter is then registered until shortly after that, so that the release wakes
- * it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder uses another
+ * its value}: that waiter is woken, and given a handoff's time to come, as a release gives the
+ * one it wakes (one killed outright is so passed over, rather than holding the line back until
+ * the lease it waited out ends); a waiter is then registered until shortly after that, so that
+ * the release wakes it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder uses another
  * discipline, "SUPERSEDED HOST:PID" when a newer run took our place (see QUEUE_RULES). A
  * waiter looking again while the holder keeps the lock costs the server seven commands, this call
  * included; a first attempt on a free lock, two more than SET alone (TIME, and EXISTS for the
@@ -432,7 +434,13 @@ static struct script script_acquire = {
 	"end\n"
 	"if first then\n"
 	"  push(list_of(first))\n"
-	"  holder, pttl = string.gsub(first, '^s:', ''), place_left(first)\n"
+	"  pttl = place_left(first)\n"
+	"  if pttl > " HANDOFF_MS " then\n"
+	"    local sign = string.sub(first, 1, 2) == 's:' and -1 or 1\n"
+	"    redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), first)\n"
+	"    pttl = " HANDOFF_MS "\n"
+	"  end\n"
+	"  holder = string.gsub(first, '^s:', '')\n"
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE

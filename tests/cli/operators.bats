@@ -245,21 +245,42 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
 }
 
+# join_line N ARGS...: a waiter of job that runs ARGS (after job), the Nth in line once this
+# returns; its pid in $waiter.
+join_line() {
+	local n=$1
+	shift
+	"$RR" job "$@" &
+	waiter=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == "$n" ]]; }
+	wait_until 5 in_line
+}
+
+# hold_with_line N: a holder of job with a 30s lease that runs until $dir/go exists ($holder;
+# its lease's end in $expires, by the server's clock), and N waiters behind it that run true
+# (${line[@]}, in order).
+hold_with_line() {
+	local i
+	rm -f "$dir/held"
+	"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -e "$dir/held"
+	expires=$(rcli pexpiretime job)
+	line=()
+	for ((i = 1; i <= $1; i++)); do
+		join_line "$i" -- true
+		line+=("$waiter")
+	done
+}
+
 @test "a waiter killed at the front: --status says who is next and not woken; --break wakes past it" {
-	local mode holder a b expires fence
+	local mode a b fence
 	for mode in release break stalled-break; do
 		rm -f "$dir/go" "$dir/b-fence" "$dir/held"
-		"$RR" -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
-		holder=$!
-		wait_until 5 test -e "$dir/held"
-		expires=$(rcli pexpiretime job)
-		in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
-		"$RR" job -- true &
-		a=$!
-		wait_until 5 in_line 1
-		"$RR" job -c "echo \$REDLOCK_FENCE > $dir/b-fence" &
-		b=$!
-		wait_until 5 in_line 2
+		hold_with_line 1
+		a=${line[0]}
+		join_line 2 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+		b=$waiter
 		kill -KILL "$a"
 		reap "$a"
 		if [[ $mode != break ]]; then
@@ -325,6 +346,36 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	assert_output --partial "broke job, held by $(hostname):$kept "
 	run -0 "$RR" -n job -- true
 	reap_ok "$kept"
+}
+
+@test "two waiters killed at the front: --status names the next one alive; a run asking gets the line past them" {
+	local a1 a2 b fence
+	hold_with_line 2
+	a1=${line[0]} a2=${line[1]}
+	join_line 3 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+	b=$waiter
+	kill -KILL "$a1" "$a2"
+	reap "$a1"
+	reap "$a2"
+	# The release wakes the first, which never comes; the second was never woken.
+	touch "$dir/go"
+	reap "$holder"
+	stalled() {
+		run -0 "$RR" --status job
+		[[ $output == *"next: $(hostname):$b, not woken, behind 1 gone; "* ]]
+	}
+	wait_until 10 stalled
+	run -0 "$RR" --status --json job
+	python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
+	# A run that asks wakes the first in line and passes it when it does not come; then
+	# the next: all long before the 30s lease they waited out (by the server's clock).
+	"$RR" job -- true &
+	local newcomer=$!
+	reap_ok "$b" "$newcomer"
+	fence=$(cat "$dir/b-fence")
+	((fence / 1000 < expires))
 }
 
 @test "--break of a server that is not Redis: 69, the reason, and no warning that it may still land" {
