@@ -291,8 +291,9 @@ set_quorum_error(struct lock *l, const struct nodes *ns, const struct failures *
 	if (nodes_count(ns) == 1)
 		snprintf(l->error, sizeof(l->error), "%s", f->text);
 	else
-		snprintf(l->error, sizeof(l->error), "no quorum (%zu of %zu nodes): %.440s",
-			 nodes_quorum(ns), nodes_count(ns), f->text);
+		snprintf(l->error, sizeof(l->error),
+			 "no quorum (it takes %zu of %zu servers): %.430s", nodes_quorum(ns),
+			 nodes_count(ns), f->text);
 }
 
 void
@@ -790,7 +791,7 @@ enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0, holding = 0, not_ours = 0;
-	bool retried[NODES_MAX] = { false };
+	bool retried[NODES_MAX] = { false }, without[NODES_MAX] = { false };
 	char lost_why[sizeof(l->error)] = "";
 	char ttl[32];
 	struct call call;
@@ -844,6 +845,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 				snprintf(lost_why, sizeof(lost_why), "%s", l->error);
 			} else {
 				yes += got == 1;
+				without[i] = got <= 0;
 				unconfirmed += retried[i] && got <= 0;
 				/* (A server that never held it says nothing of its loss.) */
 				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);
@@ -900,6 +902,14 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	 * down) held it, for all we know. */
 	if (answered >= nodes_quorum(ns) && holding < not_ours + nodes_quorum(ns))
 		return LOCK_RELEASE_GONE;
+	/* Why the servers that answered do not make a quorum: */
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		char line[320];
+		if (!without[i])
+			continue;
+		snprintf(line, sizeof(line), "%s did not hold it", nodes_address(ns, i));
+		failures_add(&why, line);
+	}
 	set_quorum_error(l, ns, &why);
 	return LOCK_RELEASE_FAILED;
 }

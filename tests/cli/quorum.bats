@@ -236,7 +236,7 @@ matrix() {
 	assert_output ""
 	# not the minute an outage is ridden out: a sixth of it
 	((elapsed < 10000))
-	[[ $stderr == *"no quorum (2 of 3 nodes)"*"127.0.0.1:$(redis_port q2)"*"127.0.0.1:$(redis_port q3)"* ]]
+	[[ $stderr == *"no quorum (it takes 2 of 3 servers)"*"127.0.0.1:$(redis_port q2)"*"127.0.0.1:$(redis_port q3)"* ]]
 	clean_on 1
 }
 
@@ -268,7 +268,7 @@ matrix() {
 	node_thaw 1
 	assert_equal "$status" 0
 	# (After a line on the wait for servers younger than the lease, if they still were.)
-	assert_equal "${stderr_lines[-1]}" "redlock-run: cannot release job: no quorum (2 of 3 nodes): no reply from 127.0.0.1:$(redis_port q1) in time; it expires within 3s"
+	assert_equal "${stderr_lines[-1]}" "redlock-run: cannot release job: no quorum (it takes 2 of 3 servers): no reply from 127.0.0.1:$(redis_port q1) in time; 127.0.0.1:$(redis_port q3) did not hold it; it expires within 3s"
 	free_on q2 job
 }
 
@@ -629,7 +629,7 @@ assert o["nodes"][2]["error"] == "cannot connect to 127.0.0.1:'"$(redis_port q3)
 	assert_equal "$status" 69
 	assert_line --index 0 --regexp "^on 127.0.0.1:$(redis_port q1): broke job, held by $(hostname):$holder "
 	assert_line --index 1 "on 127.0.0.1:$(redis_port q2): cannot break job: no reply from 127.0.0.1:$(redis_port q2) in time (the break went out: it may still be carried out there)"
-	[[ $stderr == *"no quorum (2 of 3 nodes)"* ]]
+	[[ $stderr == *"no quorum (it takes 2 of 3 servers)"* ]]
 	[[ $stderr == *"see --status job before breaking it again, which would end the next holder's lock"* ]]
 	# And so it does, once they thaw: breaking again would have ended someone else's lock.
 	node_thaw 2
