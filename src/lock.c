@@ -313,9 +313,11 @@ lock_value_process(const char *value, const char *here)
 		return NULL;
 	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 		return "gone";
-	/* Killed, and not reaped yet: a zombie holds nothing. */
-	return proc_stat((pid_t)pid, &state, &ppid, &pgrp) == 0 && state == 'Z' ? "gone"
-										: "running";
+	if (proc_stat((pid_t)pid, &state, &ppid, &pgrp) < 0)
+		return "running";
+	/* Killed, and not reaped yet: a zombie holds nothing. Stopped (SIGSTOP, or a debugger),
+	 * it renews nothing and leaves no line until it is continued. */
+	return state == 'Z' ? "gone" : state == 'T' || state == 't' ? "stopped" : "running";
 }
 
 int

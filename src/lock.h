@@ -227,10 +227,11 @@ int lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *s
 /* Splits a value written by redlock-run into host and pid (a lock kept by --min-hold after its
  * release has ":kept" after them); -1 for any other value. */
 int lock_parse_holder(const char *value, char *host, size_t size, long *pid);
-/* Whether the process of a holder's or waiter's value runs: "running" or "gone" when it is on
- * this host (whose name is here), NULL when that cannot be told here (another host, or a value
- * redlock-run did not write). A holder whose process is gone did not release: its lease runs
- * out; a waiter that is gone did not leave: its place ends with the lease it waits out. */
+/* Whether the process of a holder's or waiter's value runs: "running", "stopped" or "gone" when
+ * it is on this host (whose name is here), NULL when that cannot be told here (another host, or
+ * a value redlock-run did not write). A holder whose process is gone did not release: its lease
+ * runs out; a waiter that is gone did not leave: its place ends with the lease it waits out. A
+ * stopped holder renews nothing until it is continued. */
 const char *lock_value_process(const char *value, const char *here);
 /* Whether a holder's value says that its command has finished and --min-hold keeps its lock, or
  * its place of a semaphore or shared lock, taken (":kept"). */

@@ -111,6 +111,20 @@ gone(const char *process)
 	return process && strcmp(process, "gone") == 0;
 }
 
+/* Whether it is stopped. */
+static bool
+stopped(const char *process)
+{
+	return process && strcmp(process, "stopped") == 0;
+}
+
+/* " (gone)" or " (stopped)" after a holder or a waiter in a list, as its process is. */
+static const char *
+process_mark(const char *process)
+{
+	return gone(process) ? " (gone)" : stopped(process) ? " (stopped)" : "";
+}
+
 /* Free, and the first in line that is not gone (*next; those before it were killed outright)
  * was not woken (a release gives the one it wakes a handoff's time): it takes the lock when it
  * looks again, within the time this returns; -1 when the line is not held back so. */
@@ -292,9 +306,7 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 		const char *value = st->holder[i].value;
 		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
 			lock_describe_holder(value, who, sizeof(who)),
-			lock_value_kept(value)        ? " (kept)"
-			: gone(st->holder[i].process) ? " (gone)"
-						      : "",
+			lock_value_kept(value) ? " (kept)" : process_mark(st->holder[i].process),
 			duration_format(st->holder[i].ttl, left, sizeof(left)));
 	}
 	if (st->holders > LOCK_STATE_HOLDERS)
@@ -340,6 +352,9 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	if (!st->kept && gone(st->process))
 		fprintf(out, "; no such process runs on this host: it did not release, and the "
 			     "lease runs out by itself");
+	else if (!st->kept && stopped(st->process))
+		fprintf(out, "; its process is stopped (SIGSTOP): it renews nothing, and the lease "
+			     "runs out unless it is continued");
 	fputc('\n', out);
 }
 
@@ -360,7 +375,7 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 		fprintf(out, "%s %s%s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
 			st->waiter[i].shared ? " (shared)" : "",
-			gone(st->waiter[i].process) ? " (gone)" : "",
+			process_mark(st->waiter[i].process),
 			st->waiter[i].waited >= 0 ? " for " : "",
 			st->waiter[i].waited >= 0
 				? duration_format(st->waiter[i].waited, waited, sizeof(waited))

@@ -148,6 +148,38 @@ time.sleep(60)' "$RR" "$dir/ready" "$dir/pid" 3>&- &
 	assert_output --partial "; no such process runs on this host: it did not release"
 }
 
+@test "--status of a holder stopped with SIGSTOP, and of a stopped waiter: stopped, until continued" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" job -- true &
+	local waiter=$!
+	in_line() { [[ $(rcli zcard '{job}:waiting') == 1 ]]; }
+	wait_until 5 in_line
+	kill -STOP "$holder" "$waiter"
+	is_stopped() { [[ $(awk '{ print $3 }' "/proc/$1/stat") == T ]]; }
+	wait_until 5 is_stopped "$holder"
+	wait_until 5 is_stopped "$waiter"
+	local text json
+	text=$("$RR" --status job) || true
+	json=$("$RR" --status --json job) || true
+	# (Continued before anything is asserted: a failure leaves nobody stopped.)
+	kill -CONT "$holder" "$waiter"
+	run echo "$text"
+	assert_line --index 0 --partial "; its process is stopped (SIGSTOP): it renews nothing, and the lease runs out unless it is continued"
+	assert_line --index 1 --regexp "^  1 waiting .*: $(hostname):$waiter \(stopped\) for "
+	python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert o["process"] == "stopped" and o["holders"][0]["process"] == "stopped", o
+assert o["waiters"][0]["process"] == "stopped", o' "$json"
+	run -75 "$RR" --status --json job
+	python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o' "$output"
+	touch "$dir/go"
+	reap_ok "$holder" "$waiter"
+}
+
 @test "--status of a semaphore or shared lock whose holder's process is gone: marked, in text and JSON" {
 	local mode key pid status
 	for mode in -s "-l 2"; do
