@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "exitstatus.h"
 #include "msg.h"
+#include "proc.h"
 
 /* Whether our standard input or output is a pipe: we may be one command of a pipeline. */
 static bool
@@ -228,6 +229,12 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 			  argv[0][0] == '-' ? " (options go before KEY)" : "");
 	}
 	return 0;
+}
+
+bool
+child_stop_held(const struct child *ch)
+{
+	return proc_held_by_stopped_child(ch->pid);
 }
 
 void

@@ -49,6 +49,11 @@ int child_prepare(struct child *ch, char *argv[]);
 int child_spawn(struct child *ch, char *const argv[], char *const envp[],
 		const struct signals *sig);
 
+/* Whether a stop reached the command's group and its process cannot stop: it waits on a child
+ * that the stop caught before it could exec (a shell's vfork child), and stops only once that
+ * child is continued. A job stopped so is a stopped job all the same. */
+bool child_stop_held(const struct child *ch);
+
 /* Sends sig to the command's whole process group. */
 void child_signal(const struct child *ch, int sig);
 

@@ -16,6 +16,9 @@
 /* How often a sweep looks whether the command's leftovers are gone: their deaths are not
  * all reported to us (their parents may be leftovers too). */
 #define SWEEP_LOOK (5 * NS_PER_MS)
+/* How often a job that a stop may have reached is looked at, for a command that cannot stop
+ * (see child_stop_held). */
+#define STOP_LOOK (250 * NS_PER_MS)
 /* How long after SIGKILL a sweep still looks. */
 #define SWEEP_AFTER_KILL NS_PER_S
 
@@ -45,6 +48,7 @@ struct state {
 	int64_t stopped_at; /* when it was last stopped (SIGTSTP), and continued: 0 if never */
 	int64_t continued_at;
 	bool stop_passed;   /* a SIGTSTP sent to us was passed on to the command's group */
+	int64_t stop_look;  /* the next look for a stop the command cannot follow */
 	sigset_t forwarded; /* the signals passed on to the command */
 };
 
@@ -256,6 +260,14 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 }
 
+/* Whether a stop may reach the command's group that its process cannot follow (see
+ * child_stop_held): Ctrl-Z, when the group has the terminal, or a SIGTSTP passed on to it. */
+static bool
+may_be_stopped(const struct supervision *s, const struct state *st)
+{
+	return !st->exited && (s->child->tty_fd >= 0 || st->stop_passed);
+}
+
 /* The next moment on_time has something to do (TIME_NEVER: none), and while sweeping, the
  * next look at the leftovers. */
 static int64_t
@@ -269,7 +281,25 @@ next_deadline(const struct supervision *s, const struct state *st, int64_t now)
 		t = time_min(t, st->lease_end - stop_lead(s));
 	if (st->sweeping)
 		t = time_min(t, now + SWEEP_LOOK);
+	if (may_be_stopped(s, st))
+		t = time_min(t, st->stop_look);
 	return t;
+}
+
+/* The command's job stopped: we stop with it, until it is continued. The watchdog stops with us:
+ * a job stopped for longer than its lease loses the lock, which on_time finds before the
+ * command is continued. */
+static void
+suspend(const struct supervision *s, struct state *st)
+{
+	int64_t at = clock_now();
+
+	st->resumed = child_suspend(s->child, st->stop_passed);
+	st->stop_passed = false;
+	if (st->resumed) {
+		st->stopped_at = at;
+		st->continued_at = clock_now();
+	}
 }
 
 /* Collects exited children: the command's status, and the stop of its terminal job. */
@@ -287,18 +317,8 @@ reap(const struct supervision *s, struct state *st)
 			/* A pipeline's command that wants the terminal gets it. */
 			if ((sig == SIGTTIN || sig == SIGTTOU) && child_claim_terminal(s->child))
 				continue;
-			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-				/* The watchdog stops with us: a job stopped for longer than its
-				 * lease loses the lock, which on_time finds before the command is
-				 * continued. */
-				int64_t at = clock_now();
-				st->resumed = child_suspend(s->child, st->stop_passed);
-				st->stop_passed = false;
-				if (st->resumed) {
-					st->stopped_at = at;
-					st->continued_at = clock_now();
-				}
-			}
+			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+				suspend(s, st);
 			continue;
 		}
 		st->exited = true;
@@ -362,6 +382,11 @@ supervise(const struct supervision *s)
 		int sig;
 
 		on_time(s, &st, now);
+		if (may_be_stopped(s, &st) && now >= st.stop_look) {
+			st.stop_look = now + STOP_LOOK;
+			if (child_stop_held(s->child))
+				suspend(s, &st);
+		}
 		if (st.resumed) {
 			st.resumed = false;
 			child_resume(s->child);

@@ -22,6 +22,11 @@ setup() {
 
 teardown() {
 	deathwatch_stop
+	# An interactive shell that a failed scenario left: its end hangs up on its jobs.
+	if [[ -n ${shell:-} ]] && kill -0 "$shell" 2>/dev/null; then
+		pkill -KILL -P "$shell" || true
+		kill -KILL "$shell" || true
+	fi
 }
 
 # $ENTRY COMMAND...: runs COMMAND with SIGHUP ignored and SIGUSR1 blocked, as a nohup'ed job
@@ -418,6 +423,25 @@ fg_then_interrupt() {
 	exec 4>&-
 	reap "$shell"
 	wait_until 5 gone "$(cat "$dir/worker")"
+}
+
+@test "Ctrl-Z that catches a shell's vfork child before its exec: the job stops all the same; fg ends it" {
+	[[ -n ${VFORK_STOP:-} ]] || skip "VFORK_STOP (meson test sets it) names the command"
+	# The command cannot stop: it waits in the kernel on a child that stopped (as dash does
+	# when Ctrl-Z lands between its vfork and the exec). flock(1), in the job's own group,
+	# stops; redlock-run, in another, must see it and stop the job too.
+	interactive_shell
+	printf '%q job -c %q\n' "$RR" "echo \$\$ > $dir/command; exec $VFORK_STOP" >&4
+	wait_until 5 test -s "$dir/command"
+	printf 'echo back > %s/back\n' "$dir" >&4
+	wait_until 5 test -s "$dir/back"
+	printf 'fg; echo $? > %s/status; exit\n' "$dir" >&4
+	wait_until 10 test -s "$dir/status"
+	exec 4>&-
+	reap "$shell"
+	assert_equal "$(cat "$dir/status")" 0
+	run rcli exists job
+	assert_output 0
 }
 
 # as_job OUT ARGS...: redlock-run ARGS in a job of its own of a script with job control (set -m),

@@ -1,5 +1,7 @@
-/* proc: a process's state, parent and group, as /proc says; a zombie is 'Z'. */
+/* proc: a process's state, parent and group, as /proc says; a zombie is 'Z'; a process held
+ * in vfork by a stopped child. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,5 +31,27 @@ main(void)
 	CHECK_INT(ppid, getpid());
 	waitpid(child, NULL, 0);
 	CHECK_INT(proc_stat(child, &state, &ppid, &pgrp), -1);
+
+	/* Waiting in vfork on a child that stopped before it could exec: held, until that child
+	 * is continued (SIGCONT to the child's group, its own, reaches it). */
+	CHECK(!proc_held_by_stopped_child(getpid()));
+	if ((child = fork()) == 0) {
+		setpgid(0, 0);
+		pid_t grandchild = vfork();
+		if (grandchild == 0) {
+			kill(getpid(), SIGSTOP);
+			_exit(0);
+		}
+		waitpid(grandchild, NULL, 0);
+		_exit(0);
+	}
+	bool held = false;
+	for (int i = 0; i < 1000 && !(held = proc_held_by_stopped_child(child)); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	CHECK(held);
+	kill(-child, SIGCONT);
+	int status = -1;
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	return check_done("proc");
 }
