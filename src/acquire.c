@@ -720,8 +720,11 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			 * that did not acknowledge: a failover under way), are ridden out as a
 			 * silence is, never taken for a wrong address; so are servers that
 			 * answered earlier in this run, or do not answer while the lock is seen
-			 * held on others, from the first time on (LOCK_OUTAGE counts from then). */
-			if (nodes_verdict(ns, rd.answered - rd.not_now, 0) == VERDICT_YES ||
+			 * held on others, from the first time on (LOCK_OUTAGE counts from then).
+			 * A server that refuses (out of memory, a read-only replica) answers, but
+			 * no sooner for the waiting: it does not make the outage a new one. */
+			if (nodes_verdict(ns, rd.answered - rd.not_now - rd.refused, 0) ==
+				    VERDICT_YES ||
 			    (q.answered_at < 0 &&
 			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES ||
 			      rd.held)))

@@ -22,6 +22,7 @@ setup() {
 	for i in 1 2 3 4 5; do
 		node_up "$i"
 		rcli_on "q$i" flushall >/dev/null
+		rcli_on "q$i" config set maxmemory 0 >/dev/null
 	done
 	quorum_use 1 2 3
 	dir=$BATS_TEST_TMPDIR
@@ -164,6 +165,18 @@ matrix() {
 	assert_equal "$status" 0
 	run cat "$dir/out"
 	assert_output second
+}
+
+@test "one server of 3 down and one out of memory: a wait without -w ends with 69 after a minute" {
+	# The one that refuses answers at once, but no sooner for the waiting: nothing changes
+	# until someone mends them, and the outage is given its minute only.
+	rcli_on q2 config set maxmemory-policy noeviction >/dev/null
+	rcli_on q2 config set maxmemory 1 >/dev/null
+	redis_stop q3
+	run --separate-stderr "$RR" job -- echo never
+	assert_equal "$status" 69
+	assert_output ""
+	[[ $stderr == *"no quorum (it takes 2 of 3 servers): "*"OOM"* ]]
 }
 
 @test "one server of 3 down and the lock held: -n is busy (75), a waiter waits in line, never 69" {
