@@ -458,6 +458,16 @@ greet(struct conn *c)
 }
 
 /* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
+/* How much of a server's message to quote before more is said after it: a full stop at its end
+ * would stand before a semicolon. */
+static int
+without_full_stop(const char *s)
+{
+	size_t n = strlen(s);
+
+	return (int)(n && s[n - 1] == '.' ? n - 1 : n);
+}
+
 static void
 hello_answer(struct conn *c, const redisReply *r)
 {
@@ -472,13 +482,14 @@ hello_answer(struct conn *c, const redisReply *r)
 			fail(c, CONN_REFUSED, "cannot select db %d on %s: %s", c->url->db,
 			     c->address, r->str);
 		else if (c->url->user)
-			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %s%s%s",
-			     c->url->user, c->address, r->str,
+			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %.*s%s%s",
+			     c->url->user, c->address, without_full_stop(r->str), r->str,
 			     c->url->password_from ? "; the password came from " : "",
 			     c->url->password_from ? c->url->password_from : "");
 		else
-			fail(c, CONN_REFUSED, "authentication refused by %s: %s%s%s", c->address,
-			     r->str, c->url->password_from ? "; the password came from " : "",
+			fail(c, CONN_REFUSED, "authentication refused by %s: %.*s%s%s", c->address,
+			     without_full_stop(r->str), r->str,
+			     c->url->password_from ? "; the password came from " : "",
 			     c->url->password_from ? c->url->password_from : "");
 		return;
 	}
@@ -886,8 +897,8 @@ take_replies(struct conn *c)
 		void *r;
 
 		if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
-			fail(c, CONN_FAILED, "protocol error from %s: %s", c->address,
-			     c->reader->errstr);
+			fail(c, CONN_FAILED, "protocol error from %s: %s (is it a Redis server?)",
+			     c->address, c->reader->errstr);
 			return;
 		}
 		if (!r)

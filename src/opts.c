@@ -1,5 +1,6 @@
 #include "opts.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include "duration.h"
 #include "exitstatus.h"
+#include "msg.h"
 #include "util.h"
 
 enum {
@@ -220,7 +222,8 @@ take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t
 	if (d == DURATION_OK)
 		return true;
 	usage_error(err, size, "invalid %s '%s'%s", what, arg,
-		    d == DURATION_RANGE ? ": too long" : " (durations: " DURATION_FORMS ")");
+		    d == DURATION_RANGE ? ": too long (292 years at most)"
+					: " (durations: " DURATION_FORMS ")");
 	return false;
 }
 
@@ -447,7 +450,9 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 	size_t len;
 
 	if (!f) {
-		usage_error(err, size, "%s '%s': not readable", what, path);
+		char why[128];
+		usage_error(err, size, "%s '%s': %s", what, path,
+			    msg_strerror(errno, why, sizeof(why)));
 		return NULL;
 	}
 	if (!fgets(line, sizeof(line), f))

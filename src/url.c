@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 
 #include "util.h"
@@ -123,7 +124,8 @@ parse_db(struct redis_url *url, const char *s, size_t len, char *err, size_t siz
 	long db;
 
 	if (parse_number(s, len, INT_MAX, &db) < 0)
-		return fail(err, size, "the db must be a number from 0, not '%.*s'", (int)len, s);
+		return fail(err, size, "the db must be a number (0 or more), not '%.*s'", (int)len,
+			    s);
 	url->db = (int)db;
 	return 0;
 }
@@ -154,6 +156,11 @@ parse_host_port(struct redis_url *url, const char *s, size_t len, unsigned defau
 		rest = close + 1;
 	} else {
 		const char *colon = memchr(s, ':', len);
+		/* ("::1:6379", "fe80::1": hex digits, then a second colon) */
+		if (colon && strspn(s, "0123456789abcdefABCDEF") == (size_t)(colon - s) &&
+		    memchr(colon + 1, ':', (size_t)(s + len - colon - 1)))
+			return fail(err, size,
+				    "an IPv6 address goes in brackets, as in redis://[::1]:6379");
 		host_len = colon ? (size_t)(colon - s) : len;
 		for (size_t i = 0; i < host_len; i++) {
 			char c = s[i];
@@ -322,7 +329,7 @@ url_parse(const char *s, struct redis_url *url, char *err, size_t size)
 	memset(url, 0, sizeof(*url));
 	for (size_t i = 0; i < ARRAY_LEN(schemes); i++) {
 		size_t n = strlen(schemes[i].prefix);
-		if (strncmp(s, schemes[i].prefix, n) != 0)
+		if (strncasecmp(s, schemes[i].prefix, n) != 0) /* (RFC 3986: any case) */
 			continue;
 		url->scheme = schemes[i].scheme;
 		switch (schemes[i].kind) {

@@ -425,7 +425,7 @@ while True:
 	wait_until 5 test -S "$dir/http.sock"
 	run -69 --separate-stderr "$RR" -r "unix://$dir/http.sock" --break --yes job
 	kill "$http"
-	assert_equal "$stderr" "redlock-run: protocol error from $dir/http.sock: Protocol error, got \"H\" as reply type byte"
+	assert_equal "$stderr" "redlock-run: protocol error from $dir/http.sock: Protocol error, got \"H\" as reply type byte (is it a Redis server?)"
 }
 
 @test "--break asks first: off a terminal without --yes it is refused, and nothing is broken" {

@@ -155,8 +155,8 @@ main(void)
 	REFUSED("invalid TTL '0': at least 100ms", "-t", "0", "k", "true");
 	REFUSED("invalid TTL '99ms': at least 100ms", "-t", "99ms", "k", "true");
 	REFUSED("invalid TTL '-5'", "-t", "-5", "k", "true");
-	REFUSED("invalid TTL 'abc' (durations: 250ms, 1.5s, 30s, 10min, 1h30m, 2d, or a number of "
-		"seconds (90, 1.5))",
+	REFUSED("invalid TTL 'abc' (durations: a number and a unit, us, ms, s, m or min, h, d or w "
+		"(250ms, 1.5s, 10min, 1h30m), or a number of seconds (90, 1.5))",
 		"-t", "abc", "k", "true");
 	/* How long a server that never answered may take: 3s, --connect-timeout, or its
 	 * variable. */
@@ -184,8 +184,8 @@ main(void)
 	CHECK_INT(o.ttl, 5400 * NS_PER_S);
 	CHECK_INT(o.wait, 600 * NS_PER_S);
 	DONE();
-	REFUSED("invalid TTL '99999999999999999999': too long", "-t", "99999999999999999999", "k",
-		"true");
+	REFUSED("invalid TTL '99999999999999999999': too long (292 years at most)", "-t",
+		"99999999999999999999", "k", "true");
 
 	/* The conflict status. */
 	CHECK_INT(PARSE("-E", "0", "k", "true"), OPTS_RUN);

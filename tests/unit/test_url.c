@@ -40,6 +40,12 @@ main(void)
 	CHECK_INT(parse("redis://localhost"), 0);
 	CHECK_STR(u.host, "localhost");
 	CHECK_INT(u.port, 6379);
+	/* A scheme in any case, as RFC 3986 has it. */
+	CHECK_INT(parse("REDIS://localhost"), 0);
+	CHECK_INT(u.scheme, URL_TCP);
+	CHECK_INT(parse("Rediss://localhost"), 0);
+	CHECK_INT(u.scheme, URL_TLS);
+	CHECK_INT(u.port, 6379);
 
 	CHECK_INT(parse("redis://cache.internal:6380/"), 0);
 	CHECK_INT(u.port, 6380);
@@ -117,6 +123,9 @@ main(void)
 	rejects("redis://[::1", "missing ']'");
 	rejects("redis://[zz]:1", "bad IPv6 address");
 	rejects("redis://[::1]x", "unexpected 'x' after the host");
+	rejects("redis://::1:6379", "an IPv6 address goes in brackets, as in redis://[::1]:6379");
+	rejects("redis://fe80::1", "an IPv6 address goes in brackets");
+	rejects("redis://host:1:2", "port must be a number");
 	rejects("redis://u:%zz@h", "percent-encoding in the password");
 	rejects("redis://u:%00@h", "percent-encoding in the password");
 	rejects("redis://%4@h", "percent-encoding in the user");
