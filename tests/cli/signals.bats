@@ -483,6 +483,25 @@ as_job() {
 	assert_output 0
 }
 
+@test "SIGTSTP sent to redlock-run whose command cannot stop: both stop all the same; SIGCONT ends it" {
+	[[ -n ${VFORK_STOP:-} ]] || skip "VFORK_STOP (meson test sets it) names the command"
+	# No terminal: the command waits in the kernel on a child that stopped (see the Ctrl-Z
+	# scenario above); the stop passed on to its group cannot stop it.
+	as_job "$dir/out" -t 30s job -c "echo \$\$ > $dir/command; exec $VFORK_STOP"
+	local job=$!
+	wait_until 5 test -s "$dir/command"
+	p=$(cat "$dir/rr")
+	held() { [[ $(state "$(cat "$dir/command")") == D ]]; }
+	wait_until 5 held
+	kill -TSTP "$p"
+	wait_until 5 stopped "$p"
+	kill -CONT "$p"
+	reap "$job"
+	assert_equal "$status" 0
+	run rcli exists job
+	assert_output 0
+}
+
 @test "stopped with SIGTSTP past the end of its lease: 76 once continued, saying it was stopped" {
 	as_job "$dir/err" -t 1s job -c "echo \$\$ > $dir/command; exec sleep 300"
 	local job=$!
