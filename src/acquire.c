@@ -280,6 +280,7 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 	case REPLY_REFUSED:
 		failures_add(&rd->why, l->error);
 		rd->refused++;
+		rd->declined++;
 		break;
 	}
 }
@@ -723,7 +724,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			 * held on others, from the first time on (LOCK_OUTAGE counts from then).
 			 * A server that refuses (out of memory, a read-only replica) answers, but
 			 * no sooner for the waiting: it does not make the outage a new one. */
-			if (nodes_verdict(ns, rd.answered - rd.not_now - rd.refused, 0) ==
+			if (nodes_verdict(ns, rd.answered - rd.not_now - rd.declined, 0) ==
 				    VERDICT_YES ||
 			    (q.answered_at < 0 &&
 			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES ||

@@ -70,6 +70,7 @@ struct round {
 	size_t held, refused, failed;
 	size_t usable;       /* nodes that can grant it once its holders let go; 0: all of them */
 	size_t answered;     /* nodes that answered, whatever they said */
+	size_t declined;     /* of them, those that refused (out of memory, read-only) */
 	size_t not_now;      /* of them, those that cannot grant it yet: loading,
 			      * or replicas that did not acknowledge */
 	size_t reached;      /* nodes that failed, having answered this run before */
