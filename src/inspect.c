@@ -337,7 +337,8 @@ int
 lock_break(struct lock *l, struct nodes *ns, const char *by, const char *shown, int64_t deadline,
 	   struct lock_breaking *node)
 {
-	const char *args[8] = { LINE_KEYS(l), by, shown ? shown : "" };
+	char who[LOCK_VALUE_MAX + 300];
+	const char *args[7] = { LINE_KEYS(l), who };
 	size_t answered = 0;
 	struct failures why = { 0 };
 	struct call call;
@@ -348,7 +349,8 @@ lock_break(struct lock *l, struct nodes *ns, const char *by, const char *shown, 
 		snprintf(node[i].error, sizeof(node[i].error), "no answer from %s in time",
 			 nodes_address(ns, i));
 	}
-	call_init(&call, &script_break, 6, 8, args);
+	snprintf(who, sizeof(who), "%s%s%s", by, shown ? " " : "", shown ? shown : "");
+	call_init(&call, &script_break, 6, 7, args);
 	/* By its text: a server that sits on the break (frozen, or busy) carries out the same
 	 * break when it comes back whether or not it knew the script, rather than a NOSCRIPT
 	 * that nobody reads. A break is rare: its few hundred bytes more cost nothing. */

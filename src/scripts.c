@@ -433,6 +433,8 @@ static struct script script_acquire = {
 	"  return {1, fence(), 1, data_age()}\n"
 	"end\n"
 	"if first then\n"
+	"  holder = string.gsub(first, '^s:', '')\n"
+	"  if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
 	"  push(list_of(first))\n"
 	"  pttl = place_left(first)\n"
 	"  if pttl > " HANDOFF_MS " then\n"
@@ -440,7 +442,6 @@ static struct script script_acquire = {
 	"    redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), first)\n"
 	"    pttl = " HANDOFF_MS "\n"
 	"  end\n"
-	"  holder = string.gsub(first, '^s:', '')\n"
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
@@ -800,8 +801,9 @@ struct script script_query = {
 };
 
 /*
- * --break: ends a lock on purpose. KEYS as LINE says; ARGV[1] who breaks it, "HOST:PID";
- * ARGV[2] the holder the user was shown and said yes to, or "" to break whoever holds it.
+ * --break: ends a lock on purpose. KEYS as LINE says; ARGV[1] who breaks it, "HOST:PID", and
+ * after a space the holder the user was shown and said yes to, if any (one argument: a call
+ * stays within ten, see script_acquire); without it, whoever holds the lock is broken.
  *
  * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with
  * who broke the lock, for as long as their leases could last: their renewals and releases find
@@ -827,7 +829,8 @@ struct script script_break = {
 		"end\n"
 		"local what = alien()\n"
 		"if what then return foreign(what) end\n"
-		"local shown = ARGV[2] ~= '' and ARGV[2]\n"
+		"local by, shown = string.match(ARGV[1], '^(%S+) ?(.*)$')\n"
+		"shown = shown ~= '' and shown\n"
 		"local function holds(v)\n"
 		"  if kind == 'string' then return holders[1] == v end\n"
 		"  return (tonumber(redis.call('ZSCORE', KEYS[1], v)) or 0) > clock()\n"
@@ -847,7 +850,7 @@ struct script script_break = {
 		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
 		"local before = redis.call('GET', KEYS[2]) or false\n"
 		"redis.call('DEL', KEYS[1])\n"
-		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, ARGV[1]) end\n"
+		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, by) end\n"
 		"if redis.call('PTTL', KEYS[6]) < ttl then redis.call('PEXPIRE', KEYS[6], ttl) end\n"
 		"local t = redis.call('TIME')\n"
 		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"

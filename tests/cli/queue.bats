@@ -135,6 +135,11 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	run --separate-stderr "$RR" -n -v job -- touch "$dir/overtook"
 	assert_equal "$status" 75
 	[[ $stderr == *"held by elsewhere:4242"* ]]
+	# It woke that waiter, and left it a handoff's time to come, as a release does (a waiter
+	# killed at the front is so passed over); the place is made long again for the next run.
+	(($(rcli zscore '{job}:waiting' "$fake") - $(server_ms main) <= 1000))
+	now=$(server_ms main)
+	rcli zadd '{job}:waiting' $((now + 30000)) "$fake" >/dev/null
 	run "$RR" -w 0.3 job -- touch "$dir/overtook"
 	assert_equal "$status" 75
 	# Its turn over, the newcomer's comes.
