@@ -234,7 +234,7 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 bool
 child_stop_held(const struct child *ch)
 {
-	return proc_held_by_stopped_child(ch->pid);
+	return proc_held_by_stopped_child(ch->pid, ch->pgid);
 }
 
 void

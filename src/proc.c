@@ -1,6 +1,8 @@
 #include "proc.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,31 +34,51 @@ proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp)
 	return 0;
 }
 
-bool
-proc_held_by_stopped_child(pid_t pid)
+/* Whether a stop signal (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) waits for process pid to take it,
+ * as /proc/PID/status says (SigPnd, for its thread; ShdPnd, for the process). */
+static bool
+stop_pending(pid_t pid)
 {
-	char path[64], buf[512], state, *p, *end;
-	pid_t ppid, pgrp;
-	ssize_t n;
-	int fd;
+	const unsigned long long stops = 1ULL << (SIGSTOP - 1) | 1ULL << (SIGTSTP - 1) |
+					 1ULL << (SIGTTIN - 1) | 1ULL << (SIGTTOU - 1);
+	char path[32], line[128];
+	unsigned long long mask;
+	bool pending = false;
+	FILE *f;
 
-	if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || state != 'D')
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if (!(f = fopen(path, "re")))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	while (fgets(line, sizeof(line), f))
+		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+		    (mask & stops))
+			pending = true;
+	fclose(f);
+	return pending;
+}
+
+bool
+proc_held_by_stopped_child(pid_t pid, pid_t pgid)
+{
+	char state;
+	pid_t ppid, pgrp;
+	struct dirent *e;
+	bool held = false;
+	DIR *d;
+
+	/* Cheap first: most looks end here. */
+	if (proc_stat(pid, &state, &ppid, &pgrp) < 0 || state != 'D' || !stop_pending(pid))
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if (!(d = opendir("/proc")))
 		return false;
-	buf[n] = '\0';
-	/* "PID PID ...": a shell's vfork child is among the first. */
-	for (p = buf;; p = end) {
-		long child = strtol(p, &end, 10);
-		if (end == p)
-			return false;
-		if (proc_stat((pid_t)child, &state, &ppid, &pgrp) == 0 &&
-		    (state == 'T' || state == 't'))
-			return true;
+	while (!held && (e = readdir(d))) {
+		char *end;
+		long child = strtol(e->d_name, &end, 10);
+		held = *end == '\0' && child > 0 &&
+		       proc_stat((pid_t)child, &state, &ppid, &pgrp) == 0 && ppid == pid &&
+		       pgrp == pgid && state == 'T';
 	}
+	closedir(d);
+	return held;
 }

@@ -27,6 +27,13 @@ teardown() {
 		pkill -KILL -P "$shell" || true
 		kill -KILL "$shell" || true
 	fi
+	# A redlock-run that as_job started and a failed scenario left stopped: its guard takes
+	# its command's group down.
+	local rr
+	if [[ -s ${dir:-}/rr ]] && rr=$(cat "$dir/rr") &&
+		[[ $(cat "/proc/$rr/comm" 2>/dev/null) == redlock-run ]]; then
+		kill -KILL "$rr" || true
+	fi
 }
 
 # $ENTRY COMMAND...: runs COMMAND with SIGHUP ignored and SIGUSR1 blocked, as a nohup'ed job

@@ -1,8 +1,10 @@
 /*
  * A command that cannot stop, as a shell cannot when Ctrl-Z catches the child it vforked before
- * that child could exec: its child stops itself with SIGTSTP, and the parent waits in vfork (in
- * the kernel, state D) until the child is continued, and exits. Exits 0 then.
+ * that child could exec: its child stops its whole process group with SIGTSTP, as the terminal
+ * does; the child stops, and the parent, waiting in vfork (in the kernel, state D), holds the
+ * stop pending until the child is continued. Exits 0 then.
  */
+#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,12 +15,13 @@ main(void)
 	pid_t child = vfork();
 
 	if (child == 0) {
-		kill(getpid(), SIGTSTP);
+		kill(0, SIGTSTP);
 		_exit(0);
 	}
 	if (child < 0)
 		return 1;
 	while (waitpid(child, NULL, 0) < 0)
-		;
+		if (errno != EINTR)
+			return 1;
 	return 0;
 }

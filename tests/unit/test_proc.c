@@ -1,5 +1,6 @@
 /* proc: a process's state, parent and group, as /proc says; a zombie is 'Z'; a process held
  * in vfork by a stopped child. */
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,26 +33,29 @@ main(void)
 	waitpid(child, NULL, 0);
 	CHECK_INT(proc_stat(child, &state, &ppid, &pgrp), -1);
 
-	/* Waiting in vfork on a child that stopped before it could exec: held, until that child
-	 * is continued (SIGCONT to the child's group, its own, reaches it). */
-	CHECK(!proc_held_by_stopped_child(getpid()));
+	/* Waiting in vfork on a child that a stop caught before it could exec: held, with the
+	 * stop pending, until that child is continued (SIGCONT to the child's group, its own). */
+	CHECK(!proc_held_by_stopped_child(getpid(), getpgrp()));
 	if ((child = fork()) == 0) {
 		setpgid(0, 0);
 		pid_t grandchild = vfork();
 		if (grandchild == 0) {
-			kill(getpid(), SIGSTOP);
+			kill(0, SIGSTOP); /* the group, as Ctrl-Z does: both, the parent pending */
 			_exit(0);
 		}
-		waitpid(grandchild, NULL, 0);
+		while (waitpid(grandchild, NULL, 0) < 0 && errno == EINTR)
+			;
 		_exit(0);
 	}
 	bool held = false;
-	for (int i = 0; i < 1000 && !(held = proc_held_by_stopped_child(child)); i++)
+	for (int i = 0; i < 10000 && !(held = proc_held_by_stopped_child(child, child)); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	CHECK(held);
-	kill(-child, SIGCONT);
+	/* Not of another group. */
+	CHECK(!proc_held_by_stopped_child(child, getpgrp()));
+	kill(-child, held ? SIGCONT : SIGKILL);
 	int status = -1;
 	waitpid(child, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(!held || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
 	return check_done("proc");
 }
