@@ -457,7 +457,6 @@ greet(struct conn *c)
 	write_some(c);
 }
 
-/* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
 /* How much of a server's message to quote before more is said after it: a full stop at its end
  * would stand before a semicolon. */
 static int
@@ -468,6 +467,7 @@ without_full_stop(const char *s)
 	return (int)(n && s[n - 1] == '.' ? n - 1 : n);
 }
 
+/* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
 static void
 hello_answer(struct conn *c, const redisReply *r)
 {

@@ -315,9 +315,9 @@ lock_value_process(const char *value, const char *here)
 		return "gone";
 	if (proc_stat((pid_t)pid, &state, &ppid, &pgrp) < 0)
 		return "running";
-	/* Killed, and not reaped yet: a zombie holds nothing. Stopped (SIGSTOP, or a debugger),
-	 * it renews nothing and leaves no line until it is continued. */
-	return state == 'Z' ? "gone" : state == 'T' || state == 't' ? "stopped" : "running";
+	/* Killed, and not reaped yet: a zombie holds nothing. Stopped (Ctrl-Z, SIGSTOP), it
+	 * renews nothing until it is continued. (A tracer's stops, 't', come and go.) */
+	return state == 'Z' ? "gone" : state == 'T' ? "stopped" : "running";
 }
 
 int
@@ -847,7 +847,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 				snprintf(lost_why, sizeof(lost_why), "%s", l->error);
 			} else {
 				yes += got == 1;
-				without[i] = got <= 0;
+				without[i] = got <= 0 && !retried[i];
 				unconfirmed += retried[i] && got <= 0;
 				/* (A server that never held it says nothing of its loss.) */
 				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);

@@ -353,8 +353,8 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 		fprintf(out, "; no such process runs on this host: it did not release, and the "
 			     "lease runs out by itself");
 	else if (!st->kept && stopped(st->process))
-		fprintf(out, "; its process is stopped (SIGSTOP): it renews nothing, and the lease "
-			     "runs out unless it is continued");
+		fprintf(out, "; its process is stopped (Ctrl-Z or SIGSTOP): it renews nothing, and "
+			     "the lease runs out unless it is continued");
 	fputc('\n', out);
 }
 
@@ -394,8 +394,9 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 	else if (stall >= 0)
 		fprintf(out,
 			"%snext: %s, not woken, behind %zu gone; it takes the lock when it looks "
-			"again, within %s, or when other runs ask for it (each ask wakes the first "
-			"in line, and passes it a second later if it does not come)\n",
+			"again, within %s and a second for each gone waiter before it, or sooner "
+			"when other runs ask for it (each passes a gone waiter over a second "
+			"later)\n",
 			prefix, lock_describe_holder(st->waiter[next].value, who, sizeof(who)),
 			next, duration_format(stall, waited, sizeof(waited)));
 }

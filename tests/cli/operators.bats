@@ -166,7 +166,7 @@ time.sleep(60)' "$RR" "$dir/ready" "$dir/pid" 3>&- &
 	# (Continued before anything is asserted: a failure leaves nobody stopped.)
 	kill -CONT "$holder" "$waiter"
 	run echo "$text"
-	assert_line --index 0 --partial "; its process is stopped (SIGSTOP): it renews nothing, and the lease runs out unless it is continued"
+	assert_line --index 0 --partial "; its process is stopped (Ctrl-Z or SIGSTOP): it renews nothing, and the lease runs out unless it is continued"
 	assert_line --index 1 --regexp "^  1 waiting .*: $(hostname):$waiter \(stopped\) for "
 	python3 -c 'import json, sys
 o = json.loads(sys.argv[1])
@@ -394,7 +394,7 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	reap "$holder"
 	stalled() {
 		run -0 "$RR" --status job
-		[[ $output == *"next: $(hostname):$b, not woken, behind 1 gone; "* ]]
+		[[ $output == *"next: $(hostname):$b, not woken, behind 1 gone; it takes the lock when it looks again, within "*" and a second for each gone waiter before it"* ]]
 	}
 	wait_until 10 stalled
 	run -0 "$RR" --status --json job
@@ -618,14 +618,20 @@ print(o["maxmemory_policy"], o["evictable"], o["nodes"][0]["maxmemory_policy"])'
 # terminal showed, and exits with its status.
 on_terminal() {
 	python3 - "$@" <<'PY'
-import os, pty, subprocess, sys
+import os, pty, select, signal, subprocess, sys, time
 answer, argv = sys.argv[1], sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
-seen = b""
+seen, end = b"", time.monotonic() + 60  # a bound: a question that never comes fails
 while b"[y/N]" not in seen:
-    chunk = os.read(fd, 1024)
+    if not select.select([fd], [], [], max(end - time.monotonic(), 0))[0]:
+        os.kill(pid, signal.SIGKILL)
+        break
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:  # (the other side is gone)
+        break
     if not chunk:
         break
     seen += chunk

@@ -42,7 +42,7 @@ setup() {
 @test "a password file that cannot be read, or is empty, is a usage error that names it" {
 	run --separate-stderr "$RR" --password-file /nonexistent jobs:a -- true
 	assert_equal "$status" 64
-	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '/nonexistent': not readable"
+	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '/nonexistent': no such file or directory"
 	: >"$dir/empty"
 	run --separate-stderr env REDLOCK_PASSWORD_FILE="$dir/empty" "$RR" jobs:a -- true
 	assert_equal "$status" 64
