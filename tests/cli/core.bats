@@ -277,6 +277,15 @@ section() {
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD or in the URL" ]]
+	# --status, --list and --break too: each request within the ten arguments after which
+	# Redis says "Protocol error" to a client that has not authenticated, instead of NOAUTH.
+	local op
+	for op in --status --list "--break --yes"; do
+		# shellcheck disable=SC2086 # (the operation is words)
+		run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" $op job
+		assert_equal "$status" 69
+		[[ $stderr == *NOAUTH* ]]
+	done
 	run rcli_on locked -a 'right horse' --no-auth-warning exists job
 	assert_output 0
 }
