@@ -34,13 +34,14 @@ proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp)
 	return 0;
 }
 
-/* Whether a stop signal (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) waits for process pid to take it,
- * as /proc/PID/status says (SigPnd, for its thread; ShdPnd, for the process). */
+/* Whether a terminal's stop signal (SIGTSTP, SIGTTIN, SIGTTOU) waits for process pid to take it,
+ * as /proc/PID/status says (SigPnd, for its thread; ShdPnd, for the process). (Not SIGSTOP:
+ * whoever stops a group with it continues it, not its job.) */
 static bool
 stop_pending(pid_t pid)
 {
-	const unsigned long long stops = 1ULL << (SIGSTOP - 1) | 1ULL << (SIGTSTP - 1) |
-					 1ULL << (SIGTTIN - 1) | 1ULL << (SIGTTOU - 1);
+	const unsigned long long stops =
+		1ULL << (SIGTSTP - 1) | 1ULL << (SIGTTIN - 1) | 1ULL << (SIGTTOU - 1);
 	char path[32], line[128];
 	unsigned long long mask;
 	bool pending = false;

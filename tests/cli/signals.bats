@@ -451,6 +451,28 @@ fg_then_interrupt() {
 	assert_output 0
 }
 
+@test "SIGSTOP from outside to a command held in vfork: redlock-run runs on and renews, and ends with it" {
+	[[ -n ${VFORK_STOP:-} ]] || skip "VFORK_STOP (meson test sets it) names the command"
+	# Whoever stops a group with SIGSTOP continues it: that is no Ctrl-Z, and the job is not
+	# stopped (a stopped redlock-run would renew nothing while the command ran on).
+	interactive_shell
+	printf '%q -v -t 1s job -c %q 2>%q\n' "$RR" "echo \$\$ > $dir/command; exec $VFORK_STOP STOP" \
+		"$dir/err" >&4
+	wait_until 5 test -s "$dir/command"
+	local command
+	command=$(cat "$dir/command")
+	wait_until 5 eval '[[ $(state "$command") == D ]]'
+	renewals() { grep -c "renewed job" "$dir/err" || true; }
+	local want=$(($(renewals) + 3))
+	wait_until 10 eval '(($(renewals) >= want))'
+	kill -CONT -- "-$command"
+	printf 'echo $? > %s/status; exit\n' "$dir" >&4
+	wait_until 10 test -s "$dir/status"
+	exec 4>&-
+	reap "$shell"
+	assert_equal "$(cat "$dir/status")" 0
+}
+
 # as_job OUT ARGS...: redlock-run ARGS in a job of its own of a script with job control (set -m),
 # its output and errors in OUT, its pid in $dir/rr; the script's in $!. The job control keeps
 # redlock-run's group from being orphaned, as it is under a test runner that starts a session

@@ -40,7 +40,7 @@ main(void)
 		setpgid(0, 0);
 		pid_t grandchild = vfork();
 		if (grandchild == 0) {
-			kill(0, SIGSTOP); /* the group, as Ctrl-Z does: both, the parent pending */
+			kill(0, SIGTSTP); /* the group, as Ctrl-Z does: both, the parent pending */
 			_exit(0);
 		}
 		while (waitpid(grandchild, NULL, 0) < 0 && errno == EINTR)
