@@ -494,7 +494,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		give_back(l, ns, rd);
 		return ATTEMPT_REFUSED;
 	}
-	pending = outstanding(ns); /* (before give_back, which waits for none of them) */
+	pending = rd->pending = outstanding(ns); /* (before give_back, which waits for none) */
 	if (verdict(ns, rd) == VERDICT_YES) {
 		valid = round_valid(ns, rd);
 		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
@@ -723,11 +723,15 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			 * answered earlier in this run, or do not answer while the lock is seen
 			 * held on others, from the first time on (LOCK_OUTAGE counts from then).
 			 * A server that refuses (out of memory, a read-only replica) answers, but
-			 * no sooner for the waiting: it does not make the outage a new one. */
+			 * no sooner for the waiting: it does not make the outage a new one. (A
+			 * round decided before every answer came counts those still on their way:
+			 * whether the run rides out an outage does not hang on which came first.)
+			 */
 			if (nodes_verdict(ns, rd.answered - rd.not_now - rd.declined, 0) ==
 				    VERDICT_YES ||
 			    (q.answered_at < 0 &&
-			     (nodes_verdict(ns, rd.answered + rd.reached, 0) == VERDICT_YES ||
+			     (nodes_verdict(ns, rd.answered + rd.reached + rd.pending, 0) ==
+				      VERDICT_YES ||
 			      rd.held)))
 				q.answered_at = clock_now();
 			out = retry_later(l, &q, intr_fd);

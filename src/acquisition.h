@@ -74,6 +74,7 @@ struct round {
 	size_t not_now;      /* of them, those that cannot grant it yet: loading,
 			      * or replicas that did not acknowledge */
 	size_t reached;      /* nodes that failed, having answered this run before */
+	size_t pending;      /* requests still out when the round was decided */
 	int64_t young_ready; /* when enough young nodes count for a quorum */
 	char run_id[NODES_MAX][41];    /* each granting node's server, when it said */
 	bool twice;                    /* two nodes are one server: l->error says which */
