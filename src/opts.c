@@ -455,8 +455,17 @@ read_password_file(const char *what, const char *path, char *err, size_t size)
 			    msg_strerror(errno, why, sizeof(why)));
 		return NULL;
 	}
-	if (!fgets(line, sizeof(line), f))
+	if (!fgets(line, sizeof(line), f)) {
+		int error = ferror(f) ? errno : 0;
 		line[0] = '\0';
+		if (error) { /* a directory, say */
+			char why[128];
+			fclose(f);
+			usage_error(err, size, "%s '%s': %s", what, path,
+				    msg_strerror(error, why, sizeof(why)));
+			return NULL;
+		}
+	}
 	fclose(f);
 	len = strlen(line);
 	strip_line_end(line, &len);

@@ -43,6 +43,8 @@ setup() {
 	run --separate-stderr "$RR" --password-file /nonexistent jobs:a -- true
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '/nonexistent': no such file or directory"
+	run -64 --separate-stderr "$RR" --password-file "$dir" jobs:a -- true
+	assert_equal "${stderr_lines[0]}" "redlock-run: --password-file '$dir': is a directory"
 	: >"$dir/empty"
 	run --separate-stderr env REDLOCK_PASSWORD_FILE="$dir/empty" "$RR" jobs:a -- true
 	assert_equal "$status" 64
