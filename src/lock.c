@@ -396,8 +396,18 @@ refusal(const struct reply *r, char *buf, size_t size)
 		len = (size_t)(at - e);
 	while (len > 0 && (e[len - 1] == '.' || e[len - 1] == ' '))
 		len--;
-	snprintf(buf, size, "%.*s", (int)len, e);
+	snprintf(buf, size, "%.*s%s", (int)len, e, lock_refusal_advice(e));
 	return buf;
+}
+
+const char *
+lock_refusal_advice(const char *error)
+{
+	/* The two refusals a user can mend. */
+	return strncmp(error, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
+	       : strncmp(error, "NOAUTH", 6) == 0
+		       ? "; give its password with --password-file, $REDLOCK_PASSWORD or in the URL"
+		       : "";
 }
 
 bool
@@ -473,11 +483,7 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 		char said[400];
 		set_error(l, "%s refused to take %s: %s%s", address, l->key,
 			  refusal(r, said, sizeof(said)),
-			  strncmp(e, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
-			  : strncmp(e, "NOAUTH", 6) == 0
-				  ? "; give its password with --password-file, "
-				    "$REDLOCK_PASSWORD or in the URL"
-			  : strncmp(e, "WRONGTYPE", 9) != 0 ? ""
+			  strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
 					 : "; it holds another type of value, not redlock-run's");
 		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;

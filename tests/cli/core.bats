@@ -284,7 +284,8 @@ section() {
 		# shellcheck disable=SC2086 # (the operation is words)
 		run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" $op job
 		assert_equal "$status" 69
-		[[ $stderr == *NOAUTH* ]]
+		[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD or in the URL"* ]]
+		[[ $stderr != *".;"* ]]
 	done
 	run rcli_on locked -a 'right horse' --no-auth-warning exists job
 	assert_output 0
