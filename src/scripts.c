@@ -402,8 +402,9 @@
  * its value}: that waiter is woken, and given a handoff's time to come, as a release gives the
  * one it wakes (one killed outright is so passed over, rather than holding the line back until
  * the lease it waited out ends); a waiter is then registered until shortly after that, so that
- * the release wakes it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder uses another
- * discipline, "SUPERSEDED HOST:PID" when a newer run took our place (see QUEUE_RULES). A
+ * the release wakes it. An error "LIMIT …" when KEY is a semaphore, "QUEUE …" when its holder
+ * uses another discipline, "SUPERSEDED HOST:PID" when a newer run took our place (see
+ * QUEUE_RULES). A
  * waiter looking again while the holder keeps the lock costs the server seven commands, this call
  * included; a first attempt on a free lock, two more than SET alone (TIME, and EXISTS for the
  * line that may be in front of it).
@@ -817,8 +818,8 @@ struct script script_query = {
  * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
  * holds KEY (the line is woken all the same: a free lock whose next waiter was not woken is a
  * stuck line); {2, a holder} when the holder shown is not among them any more, nor kept by
- * --min-hold (it finished, and someone else took the lock): nothing is broken; an error "FOREIGN what" when KEY is not
- * a lock (see ALIEN).
+ * --min-hold (it finished, and someone else took the lock): nothing is broken; an error
+ * "FOREIGN what" when KEY is not a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
