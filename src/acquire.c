@@ -451,7 +451,7 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
 static enum attempt_outcome
 attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
 {
-	size_t n = nodes_count(ns), none = n - nodes_quorum(ns), pending;
+	size_t n = nodes_count(ns), none = n - nodes_quorum(ns);
 	char took[32], lease[32];
 	struct call call;
 	struct answer a;
@@ -494,7 +494,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		give_back(l, ns, rd);
 		return ATTEMPT_REFUSED;
 	}
-	pending = rd->pending = outstanding(ns); /* (before give_back, which waits for none) */
+	rd->pending = outstanding(ns); /* (before give_back, which waits for none of them) */
 	if (verdict(ns, rd) == VERDICT_YES) {
 		valid = round_valid(ns, rd);
 		fenced = settle(l, ns, q, rd, &call, deadline, intr_fd);
@@ -574,8 +574,8 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	 * servers that answered, or have yet to, could have made a quorum. It is the holder that
 	 * keeps us out, not the outage: busy, and waited for in line until enough of those
 	 * servers are free (or, having split them with another contender, tried again). */
-	if (rd->held && rd->yes + rd->young + rd->held + pending >= nodes_quorum(ns)) {
-		rd->usable = rd->yes + rd->young + rd->held + pending;
+	if (rd->held && rd->yes + rd->young + rd->held + rd->pending >= nodes_quorum(ns)) {
+		rd->usable = rd->yes + rd->young + rd->held + rd->pending;
 		return rd->yes || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	}
 	set_quorum_error(l, ns, &rd->why);

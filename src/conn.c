@@ -457,16 +457,6 @@ greet(struct conn *c)
 	write_some(c);
 }
 
-/* How much of a server's message to quote before more is said after it: a full stop at its end
- * would stand before a semicolon. */
-static int
-without_full_stop(const char *s)
-{
-	size_t n = strlen(s);
-
-	return (int)(n && s[n - 1] == '.' ? n - 1 : n);
-}
-
 /* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
 static void
 hello_answer(struct conn *c, const redisReply *r)
@@ -483,12 +473,12 @@ hello_answer(struct conn *c, const redisReply *r)
 			     c->address, r->str);
 		else if (c->url->user)
 			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %.*s%s%s",
-			     c->url->user, c->address, without_full_stop(r->str), r->str,
-			     c->url->password_from ? "; the password came from " : "",
+			     c->url->user, c->address, msg_quoted_len(r->str, strlen(r->str)),
+			     r->str, c->url->password_from ? "; the password came from " : "",
 			     c->url->password_from ? c->url->password_from : "");
 		else
 			fail(c, CONN_REFUSED, "authentication refused by %s: %.*s%s%s", c->address,
-			     without_full_stop(r->str), r->str,
+			     msg_quoted_len(r->str, strlen(r->str)), r->str,
 			     c->url->password_from ? "; the password came from " : "",
 			     c->url->password_from ? c->url->password_from : "");
 		return;

@@ -64,12 +64,9 @@ ask(struct nodes *ns, size_t i, int argc, const char **argv, int64_t deadline, c
 	}
 	if (reply_type(a.reply) == REPLY_ERROR) {
 		const char *e = reply_string(a.reply, NULL);
-		size_t len = strlen(e);
 		*refused = true;
-		while (len > 0 && e[len - 1] == '.') /* (more may follow) */
-			len--;
 		snprintf(error, size, "%s refused %s: %.*s%s", nodes_address(ns, i), argv[0],
-			 (int)len, e, lock_refusal_advice(e));
+			 msg_quoted_len(e, strlen(e)), e, lock_refusal_advice(e));
 		reply_free(a.reply);
 		return NULL;
 	}

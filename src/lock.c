@@ -394,9 +394,7 @@ refusal(const struct reply *r, char *buf, size_t size)
 	len = strlen(e);
 	if ((at = strstr(e, " script: ")) && strstr(at, "@user_script:"))
 		len = (size_t)(at - e);
-	while (len > 0 && (e[len - 1] == '.' || e[len - 1] == ' '))
-		len--;
-	snprintf(buf, size, "%.*s%s", (int)len, e, lock_refusal_advice(e));
+	snprintf(buf, size, "%.*s%s", msg_quoted_len(e, len), e, lock_refusal_advice(e));
 	return buf;
 }
 

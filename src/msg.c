@@ -189,6 +189,14 @@ msg_progress_end(void)
 	progress_open = false;
 }
 
+int
+msg_quoted_len(const char *s, size_t len)
+{
+	while (len > 0 && (s[len - 1] == '.' || s[len - 1] == ' '))
+		len--;
+	return (int)len;
+}
+
 bool
 msg_is_control(char c)
 {

@@ -54,4 +54,8 @@ char *msg_printable(char *s);
 /* Whether c is one of the control characters msg_printable replaces. */
 bool msg_is_control(char c);
 
+/* How much of the first len bytes of a server's message s to quote when more is said after it:
+ * without the full stops and blanks at their end, which would stand before a semicolon. */
+int msg_quoted_len(const char *s, size_t len);
+
 #endif

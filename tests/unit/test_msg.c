@@ -79,5 +79,11 @@ main(void)
 	CHECK_STR(msg_strerror(ECONNREFUSED, buf, sizeof(buf)), "connection refused");
 	CHECK_STR(msg_strerror(EIO, buf, sizeof(buf)), "input/output error");
 	CHECK_STR(msg_strerror(ENOENT, buf, sizeof(buf)), "no such file or directory");
+
+	/* A server's message quoted before more is said: without its closing full stop. */
+	CHECK_INT(msg_quoted_len("NOAUTH Authentication required.", 31), 30);
+	CHECK_INT(msg_quoted_len("OOM command not allowed. ", 25), 23);
+	CHECK_INT(msg_quoted_len("ERR x", 5), 5);
+	CHECK_INT(msg_quoted_len("...", 3), 0);
 	return check_done("msg");
 }
