@@ -395,8 +395,8 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 		fprintf(out,
 			"%snext: %s, not woken, behind %zu gone; it takes the lock when it looks "
 			"again, within %s and a second for each gone waiter before it, or sooner "
-			"when runs ask for it as a lock, not -s or --limit (each passes a gone "
-			"waiter over a second later)\n",
+			"when other runs ask for it (each passes a gone waiter over a second "
+			"later)\n",
 			prefix, lock_describe_holder(st->waiter[next].value, who, sizeof(who)),
 			next, duration_format(stall, waited, sizeof(waited)));
 }

@@ -178,6 +178,11 @@
  * (A release cannot name in KEYS the waiter it will wake: the wake lists are named here, from
  * KEYS[3], in KEY's hash slot like every other key.)
  *
+ * `pass(w)`: a contender that finds a place free but waiter w before it wakes w and leaves it a
+ * handoff's time to come, as a release does (one killed is so passed over a second later, rather
+ * than holding back everyone behind it for as long as its place lasts); returns what w's place
+ * has left, at most that.
+ *
  * `lengthen(key, ms, made)`: key lives ms more, unless it has longer. PEXPIRE GT does it in one
  * command (Redis 7.0 and later); a key without expiry counts as endless there, so a key that
  * may have just been `made` is asked its PTTL and given one. An older server asks PTTL first.
@@ -224,6 +229,14 @@
 	"end\n"                                                                                    \
 	"local function place_left(w)\n"                                                           \
 	"  return (ends[w] or math.abs(tonumber(redis.call('ZSCORE', places, w)))) - clock()\n"    \
+	"end\n"                                                                                    \
+	"local function pass(w)\n"                                                                 \
+	"  push(list_of(w))\n"                                                                     \
+	"  local left = place_left(w)\n"                                                           \
+	"  if left <= " HANDOFF_MS " then return left end\n"                                        \
+	"  local sign = string.sub(w, 1, 2) == 's:' and -1 or 1\n"                                 \
+	"  redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), w)\n"               \
+	"  return " HANDOFF_MS "\n"                                                                \
 	"end\n"                                                                                    \
 	"local function wake_next(room)\n"                                                         \
 	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
@@ -436,13 +449,7 @@ static struct script script_acquire = {
 	"if first then\n"
 	"  holder = string.gsub(first, '^s:', '')\n"
 	"  if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
-	"  push(list_of(first))\n"
-	"  pttl = place_left(first)\n"
-	"  if pttl > " HANDOFF_MS " then\n"
-	"    local sign = string.sub(first, 1, 2) == 's:' and -1 or 1\n"
-	"    redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), first)\n"
-	"    pttl = " HANDOFF_MS "\n"
-	"  end\n"
+	"  pttl = pass(first)\n"
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
@@ -562,8 +569,9 @@ static struct script script_release = {
  *
  * Acquire: KEYS and ARGV as the lock's. {1, fence, holders, data_age()} when a
  * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
- * waiter is registered as for the lock); an error "LIMIT …" when KEY is held with another N,
- * or shared.
+ * waiter is registered as for the lock), or {0, what their places have left, the first of them}
+ * when the free places are for waiters before us in an ordered line (each is passed, see LINE);
+ * an error "LIMIT …" when KEY is held with another N, or shared.
  */
 static struct script script_sem_acquire = {
 	.writes = true,
@@ -590,7 +598,7 @@ static struct script script_sem_acquire = {
 	"   (in_line or redis.call('EXISTS', queue) == 1) then\n"
 	"  local room = limit - count\n"
 	"  local f = firsts(queue, room)\n"
-	"  queued = #f == 2 * room and f[1]\n"
+	"  queued = #f == 2 * room and f\n"
 	"  for i = 1, #f, 2 do\n"
 	"    if f[i] == me then queued = nil end\n"
 	"  end\n"
@@ -604,7 +612,10 @@ static struct script script_sem_acquire = {
 	"  return {1, kept or fence(), mine and count or count + 1, data_age()}\n"
 	"end\n"
 	"local pttl = ends and ends - now or 0\n"
-	"if queued then first, pttl = queued, place_left(queued) end\n" WAIT_IN_LINE
+	"if queued then\n"
+	"  first, pttl = queued[1], " HANDOFF_MS "\n"
+	"  for i = 1, #queued, 2 do pttl = math.min(pttl, pass(queued[i])) end\n"
+	"end\n" WAIT_IN_LINE
 	"return {0, pttl, first}\n",
 };
 
@@ -613,7 +624,8 @@ static struct script script_sem_acquire = {
  * A place is ours unless an exclusive holder has KEY, or an exclusive waiter is in line before
  * us (it goes first: a stream of shared holders never starves it): for a newcomer, any, and for
  * a waiter with its turn in an ordered line, one that came before it; we then wait for the one
- * that holds it, or for the time that waiter's place in line lasts.
+ * that holds it, or for the time that waiter's place in line lasts (in an ordered line with no
+ * shared holder left, that waiter is passed: see LINE).
  */
 static struct script script_shared_acquire = {
 	.writes = true,
@@ -641,11 +653,14 @@ static struct script script_shared_acquire = {
 	"  tonumber(redis.call('ZSCORE', queue .. '-shared', me))\n"
 	"if at then\n"
 	"  local x = firsts(queue, 1)\n"
-	"  if x[1] and x[2] < at then holder, pttl = x[1], place_left(x[1]) end\n"
+	"  if x[1] and x[2] < at then\n"
+	"    holder, pttl = x[1], count == 0 and pass(x[1]) or place_left(x[1])\n"
+	"  end\n"
 	"elseif not pttl and not mine then\n"
 	"  local first = redis.call('ZRANGEBYSCORE', places, '(' .. clock(), '+inf', 'WITHSCORES',\n"
 	"                           'LIMIT', 0, 1)\n"
 	"  if first[1] then holder, pttl = first[1], first[2] - now end\n"
+	"  if first[1] and ordered and count == 0 then pttl = pass(first[1]) end\n"
 	"end\n"
 	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
 	"end\n"

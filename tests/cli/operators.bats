@@ -277,12 +277,13 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
 }
 
-# join_line N ARGS...: a waiter of job that runs ARGS (after job), the Nth in line once this
-# returns; its pid in $waiter.
+# join_line N ARGS...: a waiter of job that runs ARGS (after job; options before it in the
+# array line_opts), the Nth in line once this returns; its pid in $waiter.
+line_opts=()
 join_line() {
 	local n=$1
 	shift
-	"$RR" job "$@" &
+	"$RR" "${line_opts[@]}" job "$@" &
 	waiter=$!
 	in_line() { [[ $(rcli zcard '{job}:waiting') == "$n" ]]; }
 	wait_until 5 in_line
@@ -407,6 +408,57 @@ assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
 	local newcomer=$!
 	reap_ok "$b" "$newcomer"
 	fence=$(cat "$dir/b-fence")
+	((fence / 1000 < expires))
+}
+
+@test "waiters killed at the front of a semaphore's line: a run that asks passes them over" {
+	local i a1 a2 b newcomer fence
+	for i in 1 2; do
+		"$RR" -t 30s --limit 2 job -c "touch $dir/held$i; until [ -e $dir/go$i ]; do sleep 0.05; done" &
+		eval "local h$i=\$!"
+		wait_until 5 test -e "$dir/held$i"
+	done
+	expires=$(rcli pexpiretime job)
+	line_opts=(--limit 2)
+	join_line 1 -- true
+	a1=$waiter
+	join_line 2 -- true
+	a2=$waiter
+	join_line 3 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+	b=$waiter
+	kill -KILL "$a1" "$a2"
+	reap "$a1"
+	reap "$a2"
+	# A place frees: the release wakes the first, which never comes; the second was never woken.
+	touch "$dir/go1"
+	reap_ok "$h1"
+	# A run that asks wakes those before it and passes them when they do not come: the live
+	# waiter gets the free place long before the 30s lease it waited out.
+	"$RR" --limit 2 job -- true &
+	newcomer=$!
+	reap_ok "$b" "$newcomer"
+	fence=$(cat "$dir/b-fence")
+	((fence / 1000 < expires))
+	touch "$dir/go2"
+	reap_ok "$h2"
+}
+
+@test "exclusive waiters killed at the front: a shared run that asks passes them over" {
+	local a1 a2 s newcomer fence
+	hold_with_line 2
+	a1=${line[0]} a2=${line[1]}
+	line_opts=(-s)
+	join_line 3 -c "echo \$REDLOCK_FENCE > $dir/s-fence"
+	s=$waiter
+	kill -KILL "$a1" "$a2"
+	reap "$a1"
+	reap "$a2"
+	touch "$dir/go"
+	reap_ok "$holder"
+	"$RR" -s job -- true &
+	newcomer=$!
+	reap_ok "$newcomer" "$s"
+	fence=$(cat "$dir/s-fence")
 	((fence / 1000 < expires))
 }
 
