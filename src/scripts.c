@@ -567,11 +567,13 @@ static struct script script_release = {
  * lives as long as its last holder. The scripts take the same KEYS and ARGV as the lock's,
  * and answer in the same shapes.
  *
- * Acquire: KEYS and ARGV as the lock's. {1, fence, holders, data_age()} when a
- * place is ours; {0, ms until the first lease ends, its holder} when all N are taken (a
- * waiter is registered as for the lock), or {0, what their places have left, the first of them}
- * when the free places are for waiters before us in an ordered line (each is passed, see LINE);
- * an error "LIMIT …" when KEY is held with another N, or shared.
+ * Acquire: KEYS and ARGV as the lock's. {1, fence, holders, data_age()} when a place is ours
+ * (a new fence when an earlier request with our value took it and its reply was lost: other
+ * holders may have had fences since, so the counter's is no longer ours); {0, ms until the first
+ * lease ends, its holder} when all N are taken (a waiter is registered as for the lock), or {0,
+ * what their places have left, the first of them} when the free places are for waiters before
+ * us in an ordered line (each is passed, see LINE); an error "LIMIT …" when KEY is held with
+ * another N, or shared.
  */
 static struct script script_sem_acquire = {
 	.writes = true,
@@ -608,8 +610,7 @@ static struct script script_sem_acquire = {
 	"  redis.call('ZADD', KEYS[1], -1, tag, now + ttl, me)\n"
 	"  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"  redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
-	"  local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-	"  return {1, kept or fence(), mine and count or count + 1, data_age()}\n"
+	"  return {1, fence(), mine and count or count + 1, data_age()}\n"
 	"end\n"
 	"local pttl = ends and ends - now or 0\n"
 	"if queued then\n"
@@ -667,8 +668,7 @@ static struct script script_shared_acquire = {
 	"redis.call('ZADD', KEYS[1], -1, 'shared', clock() + ttl, value)\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"
 	"redis.call('PEXPIREAT', KEYS[1], last[2])\n" LEAVE_LINE
-	"local kept = mine and tonumber(redis.call('GET', KEYS[2]))\n"
-	"return {1, kept or fence(), mine and count or count + 1, data_age()}\n",
+	"return {1, fence(), mine and count or count + 1, data_age()}\n",
 };
 
 /*

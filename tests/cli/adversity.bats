@@ -279,6 +279,37 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	grep -q "lost the lock on job: $(relay_sock a) lost its data: it restarted [0-9.]*m\?s ago, while the command ran" "$dir/err"
 }
 
+@test "a grant asked again after its reply was lost: a fence of its own, never one another holder got" {
+	local mode fence
+	redis_start a
+	relay_start a
+	for mode in "--limit 3" -s; do
+		rm -f "$dir"/*-fence "$dir/go"
+		# (The scripts cached, so that the grant is the first request to reach the server.)
+		# shellcheck disable=SC2086
+		"$RR" -r "unix://$(redis_sock a)" $mode warm-up -- true
+		# The grant reaches the server; its replies are lost until another holder came in.
+		relay_set a drop
+		# shellcheck disable=SC2086 # the mode's words are options
+		"$RR" -r "unix://$(relay_sock a)" -w 20s $mode job \
+			-c "echo \$REDLOCK_FENCE > $dir/a-fence; until [ -e $dir/go ]; do sleep 0.05; done" &
+		holder=$!
+		wait_until 5 eval '(($(rcli_on a zcard job) > 1))'
+		# shellcheck disable=SC2086
+		"$RR" -r "unix://$(redis_sock a)" $mode job \
+			-c "echo \$REDLOCK_FENCE > $dir/b-fence; until [ -e $dir/go ]; do sleep 0.05; done" &
+		local other=$!
+		wait_until 5 test -s "$dir/b-fence"
+		relay_set a pass
+		wait_until 10 test -s "$dir/a-fence"
+		touch "$dir/go"
+		reap_ok "$holder" "$other"
+		fence=$(cat "$dir/a-fence")
+		assert [ "$fence" != "$(cat "$dir/b-fence")" ]
+		grep -q "dropped" "$(redis_dir a)/relay.log"
+	done
+}
+
 @test "a release stalled by the server past the lease: the command's own status, and a warning" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
