@@ -274,9 +274,11 @@
  * `supersede()`: a newcomer with --queue latest takes the places of every waiter before it:
  * each learns why from `fates` ("superseded by HOST:PID") when it looks again, which a wake-up
  * makes it do at once, or, paused meanwhile, within the hour the mark lasts (one that found no
- * mark would take its turn again, after the newer run). `cancel(holder)`: a newcomer with
- * --cancel-running marks the holder "cancelled by HOST:PID" in `fates`, if it consented; its
- * next renewal finds it (see script_renew), for as long as the holder's lease may last.
+ * mark would take its turn again, after the newer run); not a waiter that holds KEY already (its
+ * grant came too late to count, and it asks again: the waiters behind it are newer).
+ * `cancel(holder)`: a newcomer with --cancel-running marks the holder "cancelled by HOST:PID" in
+ * `fates`, if it consented; its next renewal finds it (see script_renew), for as long as the
+ * holder's lease may last.
  * `withdraw(w)`: a canceller that leaves the line (a signal, the end of its -w, a newer run
  * that supersedes it) takes its mark back, unless the holder saw it already: the holder then
  * runs on, as nobody would run after it.
@@ -428,7 +430,8 @@ static struct script script_acquire = {
 	"local first, holder, readers, pttl\n"
 	"local e = superseded(me)\n"
 	"if e then return e end\n"
-	"if handoff > 0 and discipline(me) == 'latest' then\n"
+	"if handoff > 0 and discipline(me) == 'latest' and\n"
+	"   not (in_line and redis.pcall('GET', KEYS[1]) == me) then\n"
 	"  e = supersede(me)\n"
 	"  if e then return e end\n"
 	"end\n"

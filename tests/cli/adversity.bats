@@ -310,6 +310,33 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	done
 }
 
+@test "--queue latest: a woken waiter asking again for the lock it has does not supersede a newer run" {
+	redis_start a
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 6s --queue latest job \
+		-c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -e "$dir/held"
+	"$RR" -r "unix://$(relay_sock a)" -t 6s --queue latest job -c "touch $dir/a-ran" &
+	waiter=$!
+	wait_until 5 registered a job
+	local joined
+	joined=$(now_ms)
+	# Woken after a third of its lease in line, the waiter's grant is too old to count (it
+	# counts from when it was asked for): it asks again. Its replies are a second late, and a
+	# newer run comes in meanwhile.
+	until (($(now_ms) - joined > 2500)); do sleep 0.1; done
+	relay_set a "delay 1000"
+	touch "$dir/go"
+	reap_ok "$holder"
+	wait_until 5 eval '[[ $(rcli_on a get job) == *":$waiter:latest" ]]'
+	run "$RR" -r "unix://$(redis_sock a)" -w 20s --queue latest job -- touch "$dir/c-ran"
+	assert_success
+	reap_ok "$waiter"
+	test -e "$dir/a-ran"
+	test -e "$dir/c-ran"
+}
+
 @test "a release stalled by the server past the lease: the command's own status, and a warning" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
