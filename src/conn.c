@@ -67,8 +67,9 @@ struct conn {
 	unsigned due;      /* replies still to come for commands sent */
 	unsigned unwanted; /* how many of those are dropped as they come */
 	redisReader *reader;
-	void *pending; /* a reply that has arrived, for conn_recv to hand out */
-	char *out;     /* formatted commands not yet written */
+	size_t reply_left; /* the reader's count (see bounded_array) */
+	void *pending;     /* a reply that has arrived, for conn_recv to hand out */
+	char *out;         /* formatted commands not yet written */
 	size_t out_len, out_sent;
 	struct tls *tls;              /* for rediss://, once connected */
 	size_t tls_unsent;            /* a TLS write waiting to be tried again: that many bytes */
@@ -82,10 +83,12 @@ struct conn {
 	char error[512];
 };
 
-/* No reply of ours has more than a few elements: an array header that announces more is
- * refused before hiredis allocates room for them (a server, or anything posing as one, that
- * says *2000000000 would otherwise cost gigabytes; found by fuzz/fuzz_reply). */
-#define REPLY_MAX_ELEMENTS 1024
+/* A reply's arrays, all levels together, have at most this many elements: more are refused
+ * before hiredis allocates room for them (a server, or anything posing as one, that says
+ * *2000000000 would otherwise cost gigabytes; found by fuzz/fuzz_reply). Ours are small but two:
+ * a SCAN page, whose COUNT is only a hint (a page may hold more keys), and CLUSTER SLOTS of a
+ * cluster whose slots lie in many ranges (16384 at most, of a few elements each). */
+#define REPLY_MAX_ELEMENTS 131072
 
 #if HIREDIS_MAJOR >= 1
 typedef size_t array_size;
@@ -97,10 +100,19 @@ static void *(*hiredis_array)(const redisReadTask *, array_size);
 static redisReplyObjectFunctions bounded;
 static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
 
+/* The elements a reply's arrays may still have: in the reader's privdata, set anew by each
+ * reply's outermost array (its own elements come first, its inner arrays after). */
 static void *
 bounded_array(const redisReadTask *task, array_size elements)
 {
-	return elements > REPLY_MAX_ELEMENTS ? NULL : hiredis_array(task, elements);
+	size_t *left = task->privdata;
+
+	if (!task->parent)
+		*left = REPLY_MAX_ELEMENTS;
+	if ((size_t)elements > *left)
+		return NULL;
+	*left -= (size_t)elements;
+	return hiredis_array(task, elements);
 }
 
 /* hiredis's own table of reply functions, with the array one bounded. */
@@ -118,15 +130,18 @@ make_bounded(void)
 		redisReaderFree(r);
 }
 
-/* A reply parser with hiredis's own reply objects, but bounded arrays. */
+/* A reply parser with hiredis's own reply objects, but bounded arrays, which count what is
+ * left of a reply's elements in *left. */
 static redisReader *
-new_reader(void)
+new_reader(size_t *left)
 {
 	redisReader *r;
 
 	pthread_once(&bounded_once, make_bounded);
-	if ((r = redisReaderCreate()) && hiredis_array)
+	if ((r = redisReaderCreate()) && hiredis_array) {
 		r->fn = &bounded;
+		r->privdata = left;
+	}
 	return r;
 }
 
@@ -421,7 +436,7 @@ greet(struct conn *c)
 	int argc = 1;
 	char db[16];
 
-	if (!(c->reader = new_reader())) {
+	if (!(c->reader = new_reader(&c->reply_left))) {
 		fail(c, CONN_FAILED, "cannot connect to %s: out of memory", c->address);
 		return;
 	}
@@ -1110,7 +1125,8 @@ conn_call(struct conn *c, struct reply **reply, int64_t deadline, int intr_fd, i
 struct reply *
 reply_parse(const char *buf, size_t len)
 {
-	redisReader *reader = new_reader();
+	size_t left;
+	redisReader *reader = new_reader(&left);
 	void *r = NULL, *more = NULL;
 
 	if (!reader)

@@ -101,6 +101,27 @@ unused_port(void)
 	return ntohs(in.sin_port);
 }
 
+/* Parses an array of n arrays of m integers each. */
+static struct reply *
+parse_nested(int n, int m)
+{
+	size_t len = (size_t)n * ((size_t)m * 4 + 16) + 16, at;
+	char *text = malloc(len);
+	struct reply *r;
+
+	if (!text)
+		return NULL;
+	at = (size_t)snprintf(text, len, "*%d\r\n", n);
+	for (int i = 0; i < n; i++) {
+		at += (size_t)snprintf(text + at, len - at, "*%d\r\n", m);
+		for (int j = 0; j < m; j++)
+			at += (size_t)snprintf(text + at, len - at, ":%d\r\n", j % 10);
+	}
+	r = reply_parse(text, at);
+	free(text);
+	return r;
+}
+
 int
 main(void)
 {
@@ -298,5 +319,12 @@ main(void)
 	CHECK(!PARSE_REPLY(":1\r\n:2\r\n"));
 	CHECK(!PARSE_REPLY("*203758006\r\n:1\r\n"));
 	CHECK(!PARSE_REPLY("*2000000000\r\n"));
+	/* A page of SCAN may hold more keys than its COUNT; the elements are bounded all levels
+	 * together, so that nesting cannot multiply them. */
+	CHECK((parsed = parse_nested(1, 2048)) && reply_count(reply_element(parsed, 0)) == 2048);
+	reply_free(parsed);
+	CHECK((parsed = parse_nested(2, 65535)) && reply_count(reply_element(parsed, 1)) == 65535);
+	reply_free(parsed);
+	CHECK(!parse_nested(2, 65536));
 	return check_done("conn");
 }
