@@ -143,6 +143,10 @@ wait_margin(int64_t lease)
 	return 10 * NS_PER_MS + lease / 100;
 }
 
+/* A waiter looks again once a day at least, however long the lease it waits out (one may last
+ * 292 years): the times it counts from its block stay far from where int64_t ends. */
+#define BLOCK_MAX ((int64_t)24 * 3600 * NS_PER_S)
+
 enum lock_result
 line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
 	  int intr_fd)
@@ -168,7 +172,9 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		show_wait(l, q, l->holder_ttl);
 	if (q->wait_deadline - now < NS_PER_MS)
 		return LOCK_ACQUIRED; /* about to end anyway: just try again */
-	block = l->holder_ttl >= 0 ? l->holder_ttl + wait_margin(l->holder_ttl) : LOCK_HANDOFF / 2;
+	block = l->holder_ttl >= 0
+			? time_min(time_add(l->holder_ttl, wait_margin(l->holder_ttl)), BLOCK_MAX)
+			: LOCK_HANDOFF / 2;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		blocks = blocks || rd->waiting[i];
 	if (!blocks || block < LOCK_TICK / 4) {
