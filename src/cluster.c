@@ -185,6 +185,27 @@ cluster_asked(struct cluster *c, const char *where)
 }
 
 bool
+cluster_elsewhere(struct cluster *c)
+{
+	size_t n = seeds(c) + c->nknown;
+	const struct redis_url *u = c->url;
+
+	for (size_t k = 1; k <= n; k++) {
+		size_t i = (c->seed + k) % n;
+		const char *host = i >= seeds(c) ? c->known[i - seeds(c)].host
+				   : u->nhosts   ? u->hosts[i].host
+						 : u->host;
+		unsigned port = i >= seeds(c) ? c->known[i - seeds(c)].port
+				: u->nhosts   ? u->hosts[i].port
+					      : u->port;
+		if (host && c->target.host &&
+		    (port != c->target.port || strcmp(host, c->target.host) != 0))
+			return aim_at_seed(c, i) == 0;
+	}
+	return false;
+}
+
+bool
 cluster_next_seed(struct cluster *c)
 {
 	size_t n = seeds(c) + c->nknown;

@@ -40,4 +40,9 @@ const struct redis_url *cluster_asked(struct cluster *c, const char *where);
  * try. */
 bool cluster_next_seed(struct cluster *c);
 
+/* The target is to be asked whether it still owns the slot: another place is aimed at, a seed or
+ * a node that redirects named, which sends there whoever owns it now (-MOVED). False when every
+ * place is the target itself. */
+bool cluster_elsewhere(struct cluster *c);
+
 #endif

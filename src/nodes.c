@@ -23,6 +23,9 @@
 /* How long finding a Sentinel's master again may take, when the request has no deadline (a
  * blocked waiter's). */
 #define NODE_RESOLVE_TIMEOUT (5 * NS_PER_S)
+/* A node that answers this long after an answer was due (a blocked request's: once it timed
+ * out) sat frozen or cut off meanwhile: a cluster may have given its slots to a replica. */
+#define NODE_SILENT (1 * NS_PER_S)
 
 /* A request sent, and not answered yet. */
 struct ask {
@@ -61,6 +64,8 @@ struct node {
 	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
 	enum conn_result early; /* the connection could not be opened to send them */
 	int64_t confirmed_at;   /* a Sentinel node: when the Sentinels last named its master */
+	int64_t heard_at;       /* when it last answered */
+	bool silent;            /* it answered NODE_SILENT late since its last write (see take) */
 	const char *why;        /* why the last request failed, when not the connection's word */
 	char error[512];
 	int64_t held_until; /* our lease there ends then; 0: there is none */
@@ -721,6 +726,13 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	}
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
 	n->reached = n->reached || a->result == CONN_OK;
+	if (a->result == CONN_OK) {
+		int64_t now = clock_now(), due = time_max(n->asked_at, n->heard_at);
+		if (first.copy && first.copy->blocks_until)
+			due = time_max(due, first.copy->blocks_until);
+		n->silent = n->silent || now - due > NODE_SILENT;
+		n->heard_at = now;
+	}
 	if (a->result == CONN_OK && first.replicated)
 		take_replicas(n, n->conn, a);
 	if (a->result != CONN_OK)
@@ -735,7 +747,16 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		 * second or so after a failover the old one goes on taking writes, which the
 		 * new one never sees. They name another: it is asked there. */
 		t = take_again(ns, n, a, intr_fd);
-	else if (a->result == CONN_OK && reply_type(a->reply) == REPLY_ERROR)
+	else if (n->cluster && n->silent && first.writes && a->result == CONN_OK &&
+		 reply_type(a->reply) != REPLY_ERROR && n->resends < NODE_RESENDS &&
+		 clock_now() < n->deadline && cluster_elsewhere(n->cluster)) {
+		/* Resumed from a freeze, an owner that lost its slots meanwhile takes writes for
+		 * a moment, until it hears of it (what it had queued runs first): what it wrote
+		 * counts once another node sends the request back to it. Elsewhere, it is asked
+		 * where the owner is now. */
+		n->silent = false;
+		t = take_again(ns, n, a, intr_fd);
+	} else if (a->result == CONN_OK && reply_type(a->reply) == REPLY_ERROR)
 		t = redirected(ns, n, a, intr_fd);
 	else if (a->result == CONN_FAILED && n->cluster)
 		t = reroute(ns, n, a, intr_fd);

@@ -410,8 +410,10 @@ no_overlap() {
 	no_overlap
 }
 
-@test "the slot's owner killed: the release reaches the promoted replica, and the waiter follows" {
-	local m key replica url i seeds=()
+# first_owner: the first master ($m), a key in its slot ($key), its replica ($replica), and a
+# URL with every node as a seed ($url).
+first_owner() {
+	local i seeds=()
 	m=$(cluster_masters | head -1)
 	key=$(key_on "$m")
 	replica=$(replica_of "$m")
@@ -419,6 +421,11 @@ no_overlap() {
 		seeds+=("127.0.0.1:$(redis_port "c$i")")
 	done
 	url="redis+cluster://$(IFS=,; echo "${seeds[*]}")"
+}
+
+@test "the slot's owner killed: the release reaches the promoted replica, and the waiter follows" {
+	local m key replica url
+	first_owner
 	# A lease far longer than the failover takes (the cluster's node timeout is 2s): the
 	# release must not leave the key there until it expires.
 	local holder waiter
@@ -439,6 +446,47 @@ no_overlap() {
 	# The killed node comes back as a replica, for the scenarios that follow.
 	redis_start_again "$m" --cluster-enabled yes \
 		--cluster-config-file "$(redis_dir "$m")/nodes.conf" --cluster-node-timeout 2000
+	wait_until 30 cluster_settled
+}
+
+@test "the slot's owner frozen past a failover: it grants the waiter it held nothing as it resumes" {
+	local m key replica url pid
+	first_owner
+	mkdir "$dir/h"
+	"$RR" -r "$url" -t 1s "$key" -- sh -c "$RUN_LOGGED" sh "$dir/h" 2>"$dir/holder.err" &
+	local holder=$!
+	wait_until 5 test -s "$dir/h/log"
+	"$RR" -v -r "$url" -t 1s "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once 2>"$dir/err" &
+	local waiter=$!
+	wait_until 5 grep -q "waiting for" "$dir/err"
+	pid=$(redis_pid "$m")
+	kill -STOP "$pid"
+	# The replica takes over (the node timeout is 2s); the holder loses the lock there as it
+	# cannot renew it; another run takes it on the new owner.
+	promoted() { [[ $(rcli_on "$replica" role | head -1) == master ]]; }
+	if ! wait_until 30 promoted; then
+		kill -CONT "$pid"
+		return 1
+	fi
+	"$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$replica")" -t 1s -w 30s "$key" -- \
+		sh -c "$RUN_LOGGED" sh "$dir" 2>"$dir/new.err" &
+	local new=$!
+	wait_until 15 test -s "$dir/log"
+	# The old owner resumes: until it learns that it lost its slots, it would take writes.
+	kill -CONT "$pid"
+	demoted() { [[ $(rcli_on "$m" role | head -1) == slave ]]; }
+	wait_until 30 demoted
+	reap "$holder"
+	assert_equal "$status" 76
+	# The waiter waits for the new holder still, and runs after it, never beside it.
+	run wc -l <"$dir/log"
+	assert_output 1
+	touch "$dir/go"
+	reap_ok "$new" "$waiter"
+	cat "$dir/err"
+	no_overlap
+	run wc -l <"$dir/log"
+	assert_output 4
 	wait_until 30 cluster_settled
 }
 
