@@ -305,12 +305,14 @@ a_lock(const struct lock_state *st)
 }
 
 /* Whether a server said that the key holds something redlock-run did not write (one of a
- * lock's helper keys, say): no lock, whatever the others said. */
+ * lock's helper keys, say): no lock, whatever the others said; or, `denied`, whether one refused
+ * to say, as the user may not read the key (ACL key patterns): a listing passes it over (SCAN
+ * names every key, whoever may read it). */
 static bool
-foreign_somewhere(const struct status *s)
+somewhere(const struct status *s, bool denied)
 {
 	for (size_t i = 0; i < s->count; i++)
-		if (s->node[i].st.foreign)
+		if (denied ? s->node[i].st.denied : s->node[i].st.foreign)
 			return true;
 	return false;
 }
@@ -348,7 +350,7 @@ query_list(const struct opts *o)
 	bool asked[NODES_MAX] = { false }, silent[NODES_MAX] = { false };
 	char error[400] = "", failed[NODES_MAX][400] = { "" };
 	int64_t timeout = o->connect_timeout; /* for each reply, as --status waits */
-	size_t listed = 0, unique = 0;
+	size_t listed = 0, unique = 0, denied = 0;
 	int status = 0, count;
 
 	if (!ns)
@@ -426,7 +428,9 @@ query_list(const struct opts *o)
 				snprintf(s->node[i].st.error, sizeof(s->node[i].st.error), "%.299s",
 					 failed[i]);
 		}
-		if (!s->decided && !foreign_somewhere(s)) {
+		if (!s->decided && somewhere(s, true)) {
+			denied++;
+		} else if (!s->decided && !somewhere(s, false)) {
 			/* It may be held: said, and the list is not the whole truth (69). */
 			msg_error("%s", l.error);
 			status = STATUS_UNAVAILABLE;
@@ -446,8 +450,11 @@ query_list(const struct opts *o)
 		lock_free(&l);
 		free(s);
 	}
+	if (denied)
+		msg_warn("passed over %zu key%s that this Redis user may not read (NOPERM)", denied,
+			 denied == 1 ? "" : "s");
 	/* (A list that lacks a lock it could not tell is not "none".) */
-	if (!o->json && !listed && status == 0)
+	if (!o->json && !listed && status == 0 && !denied)
 		fprintf(stdout, "(no locks held%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
 			strcmp(o->key, "*") ? o->key : "");
 done:

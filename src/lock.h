@@ -181,6 +181,7 @@ enum lock_release_result lock_release(struct lock *l, struct nodes *ns, int64_t 
 struct lock_state {
 	bool answered; /* a node's state: it answered (else error says why) */
 	bool foreign;  /* it answered that KEY holds something redlock-run did not write */
+	bool denied;   /* it refused to say, as the user may not read KEY (NOPERM) */
 	bool silent;   /* it did not answer in time (else it answered, or failed at once) */
 	char error[300];
 	bool held;                   /* no one else can take it now (a semaphore: all N are; a

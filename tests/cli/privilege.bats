@@ -117,6 +117,31 @@ setup() {
 	[[ $stderr == *NOPERM* ]]
 }
 
+@test "--list as a user allowed SCAN: its own locks, and a word about the keys it may not read" {
+	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER lister on '>l1st' resetkeys \
+		'~jobs:*' '~{jobs:*' resetchannels -@all "${LOCKER_COMMANDS[@]}" +scan >/dev/null
+	local admin="unix://:admin%20secret@$(redis_sock acl)" lister="unix://lister:l1st@$(redis_sock acl)"
+	"$RR" -r "$admin" other -c "touch $dir/other; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local other=$!
+	REDLOCK_PASSWORD='l0cker pass' "$RR" jobs:mine \
+		-c "touch $dir/mine; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local mine=$!
+	wait_until 5 test -e "$dir/other" -a -e "$dir/mine"
+	# (No GETRANGE: every string is asked about, the other lock's fence counter too.)
+	"$RR" -r "$lister" --list >"$dir/list" 2>"$dir/list.err" || echo "$?" >"$dir/list.err"
+	"$RR" -r "$lister" --list --json other >"$dir/json" 2>"$dir/json.err" ||
+		echo "$?" >"$dir/json.err"
+	touch "$dir/go"
+	reap_ok "$other" "$mine"
+	run cut -d ' ' -f 1 "$dir/list"
+	assert_output $'KEY\njobs:mine'
+	run cat "$dir/list.err"
+	assert_output "redlock-run: passed over 2 keys that this Redis user may not read (NOPERM)"
+	[ ! -s "$dir/json" ]
+	run cat "$dir/json.err"
+	assert_output "redlock-run: passed over 1 key that this Redis user may not read (NOPERM)"
+}
+
 @test "a server out of memory refuses the lock: 69, in the server's words, without the script's" {
 	export REDLOCK_PASSWORD='l0cker pass'
 	rcli_on acl -a 'admin secret' --no-auth-warning config set maxmemory 1 >/dev/null
