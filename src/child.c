@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,20 +52,37 @@ close_all_but(int keep)
 			close(fd);
 }
 
+/* What the guard's pipe brings after the group's id: deadlines (see child_guard_until), and
+ * this, which means "stand down". */
+#define GUARD_STAND_DOWN INT64_MIN
+
 /*
  * The guard: a tiny process beside the command's group. Its pipe brings the group's id, then
- * a byte that means "stand down"; end-of-file before that byte means redlock-run is gone,
- * however it went, and the group dies with it. Stood down, it leaves only at end-of-file:
- * its exit then costs nothing between the command's end and the release that hands the lock
- * on (woken to exit at once, it took the CPU from redlock-run for a tenth of a handoff). Only
- * async-signal-safe calls: this is a fork of a process that may have threads.
+ * deadlines, then GUARD_STAND_DOWN; end-of-file before that means redlock-run is gone, however
+ * it went, and the group dies with it, as it does when a deadline passes with no later one
+ * given (redlock-run stopped with SIGSTOP, or starved: it did not stop the command itself as its
+ * lease ended). Stood down, it leaves only at end-of-file: its exit then costs nothing between
+ * the command's end and the release that hands the lock on (woken to exit at once, it took the
+ * CPU from redlock-run for a tenth of a handoff). Only async-signal-safe calls: this is a fork of
+ * a process that may have threads.
  */
+/* Waits until fd has something to read (the pipe's end is non-blocking). Always true. */
+static bool
+wait_readable(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	poll(&p, 1, -1);
+	return true;
+}
+
 static _Noreturn void
 run_guard(int fd, char *title, size_t title_size, const char *name)
 {
 	struct sigaction ignore = { .sa_handler = SIG_IGN };
 	sigset_t none;
 	pid_t pgid;
+	int64_t deadline = TIME_NEVER, next;
 	char byte;
 	ssize_t n;
 
@@ -84,19 +103,34 @@ run_guard(int fd, char *title, size_t title_size, const char *name)
 	close_all_but(fd);
 	do
 		n = read(fd, &pgid, sizeof(pgid));
-	while (n < 0 && errno == EINTR);
+	while (n < 0 && (errno == EINTR || (errno == EAGAIN && wait_readable(fd))));
 	if (n != (ssize_t)sizeof(pgid))
 		_exit(0); /* no command was started */
-	do
-		n = read(fd, &byte, 1);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
-		kill(-pgid, SIGKILL);
-		_exit(0);
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = deadline == TIME_NEVER ? -1 : time_max(deadline - clock_now(), 0);
+		int ready = poll(
+			&p, 1,
+			left < 0 ? -1 : (int)time_min((left + NS_PER_MS - 1) / NS_PER_MS, INT_MAX));
+		if (ready == 0 && clock_now() >= deadline) {
+			kill(-pgid, SIGKILL);
+			deadline = TIME_NEVER;
+		}
+		if (ready <= 0)
+			continue;
+		n = read(fd, &next, sizeof(next));
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+			kill(-pgid, SIGKILL);
+			_exit(0);
+		}
+		if (n == (ssize_t)sizeof(next) && next == GUARD_STAND_DOWN)
+			break;
+		if (n == (ssize_t)sizeof(next))
+			deadline = next;
 	}
 	do /* stood down: waits for the end-of-file that child_free brings */
 		n = read(fd, &byte, 1);
-	while (n > 0 || (n < 0 && errno == EINTR));
+	while (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN) && wait_readable(fd)));
 	_exit(0);
 }
 
@@ -156,7 +190,8 @@ child_prepare(struct child *ch, char *argv[])
 	if (ch->guard > 0)
 		return 0;
 	snprintf(name, sizeof(name), "redlock-guard of %ld", (long)getpid());
-	if (pipe2(fds, O_CLOEXEC) < 0) {
+	/* (Non-blocking: a guard that is stopped must not stop us in a write.) */
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
 		ch->guard_error = errno;
 		return -1;
 	}
@@ -174,7 +209,18 @@ child_prepare(struct child *ch, char *argv[])
 		return -1;
 	}
 	ch->guard_fd = fds[1];
+	ch->guard_until = TIME_NEVER;
 	return 0;
+}
+
+void
+child_guard_until(struct child *ch, int64_t deadline)
+{
+	if (ch->guard_fd < 0 || ch->pgid <= 0 || deadline == ch->guard_until)
+		return;
+	/* (8 bytes: a pipe writes them whole or not at all.) */
+	if (write(ch->guard_fd, &deadline, sizeof(deadline)) == (ssize_t)sizeof(deadline))
+		ch->guard_until = deadline;
 }
 
 int
@@ -278,10 +324,12 @@ child_claim_terminal(struct child *ch)
 }
 
 bool
-child_suspend(const struct child *ch, bool asked)
+child_suspend(struct child *ch, bool asked)
 {
 	if (ch->tty_fd < 0 && !asked)
 		return false; /* not a job of a terminal: somebody stopped it on purpose */
+	/* Nothing of it runs until we are continued: the lease is no matter meanwhile. */
+	child_guard_until(ch, TIME_NEVER);
 	/* The whole group first, also what ignores SIGTSTP: nothing of it may run on while
 	 * we, and the watchdog with us, are stopped and renew nothing. */
 	kill(-ch->pgid, SIGSTOP);
@@ -324,8 +372,12 @@ child_finish(struct child *ch, int tty_signal)
 	}
 	/* The group is empty: the guard stands down (and leaves when child_free closes its
 	 * pipe, after the release). */
-	if (ch->guard_fd >= 0 && write(ch->guard_fd, "", 1) < 0) {
-		/* Then it is gone already. */
+	if (ch->guard_fd >= 0) {
+		int64_t stand_down = GUARD_STAND_DOWN;
+		/* (It fails only when someone stopped the guard and its pipe filled up.) */
+		if (write(ch->guard_fd, &stand_down, sizeof(stand_down)) < 0) {
+			/* Then it is gone already, or takes an empty group down as it leaves. */
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
 /*
  * The command's side (DESIGN §4.1, §4.3, §5): it runs in a process group of its own (which
  * it leads), watched from outside by a tiny guard process whose only job is to take that
- * whole group down with SIGKILL the moment redlock-run dies, however it dies. The command itself
+ * whole group down with SIGKILL the moment redlock-run dies, however it dies, or by when
+ * redlock-run should have stopped it and did not (see child_guard_until). The command itself
  * also gets SIGKILL as its parent-death signal, in case it left the group.
  */
 #ifndef REDLOCK_CHILD_H
@@ -14,14 +15,15 @@
 #include "signals.h"
 
 struct child {
-	pid_t pid;       /* the command */
-	pid_t pgid;      /* its process group, which it leads */
-	pid_t guard;     /* the guard */
-	int guard_fd;    /* our end of the guard's pipe */
-	int tty_fd;      /* the terminal we are the foreground job of, or -1 */
-	bool piped;      /* we are one command of a pipeline on that terminal */
-	bool handed;     /* the command's group is to have the terminal */
-	int guard_error; /* why child_prepare failed */
+	pid_t pid;           /* the command */
+	pid_t pgid;          /* its process group, which it leads */
+	pid_t guard;         /* the guard */
+	int guard_fd;        /* our end of the guard's pipe */
+	int64_t guard_until; /* the last deadline the guard was given (see child_guard_until) */
+	int tty_fd;          /* the terminal we are the foreground job of, or -1 */
+	bool piped;          /* we are one command of a pipeline on that terminal */
+	bool handed;         /* the command's group is to have the terminal */
+	int guard_error;     /* why child_prepare failed */
 };
 
 /* Nothing started yet: what child_free may always be given. */
@@ -72,7 +74,12 @@ bool child_claim_terminal(struct child *ch);
  * nothing of the command runs while the watchdog renews nothing. Returns once redlock-run is
  * continued (true; then call child_resume), or false at once for a command that is not a job
  * of a terminal and was stopped by somebody else on purpose. */
-bool child_suspend(const struct child *ch, bool asked);
+bool child_suspend(struct child *ch, bool asked);
+
+/* By when the guard is to take the command's group down, should redlock-run not have done it
+ * itself (stopped with SIGSTOP, or starved of CPU): CLOCK_BOOTTIME ns, or TIME_NEVER. Says so to
+ * the guard when it changed, and again at the next call when it could not. */
+void child_guard_until(struct child *ch, int64_t deadline);
 /* Continues the command, handing it the terminal again if we are in the foreground. */
 void child_resume(const struct child *ch);
 

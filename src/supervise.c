@@ -19,6 +19,8 @@
 /* How often a job that a stop may have reached is looked at, for a command that cannot stop
  * (see child_stop_held). */
 #define STOP_LOOK (250 * NS_PER_MS)
+/* A deadline seen this late says that we did not run meanwhile. */
+#define SEEN_LATE (250 * NS_PER_MS)
 /* How long after SIGKILL a sweep still looks. */
 #define SWEEP_AFTER_KILL NS_PER_S
 
@@ -80,6 +82,17 @@ static int64_t
 kill_deadline(const struct state *st)
 {
 	return st->lease_end - KILL_ALLOWANCE;
+}
+
+/* By when the guard takes the command's group down, should we not have done it ourselves
+ * (stopped with SIGSTOP alone, or starved of CPU): when we would, by the lease and any grace
+ * period given; by the grace period alone once the key is gone, or with --on-lost ignore. */
+static int64_t
+guard_deadline(const struct supervision *s, const struct state *st)
+{
+	if (s->on_lost == ON_LOST_IGNORE || st->gone)
+		return st->kill_at;
+	return time_min(st->kill_at, kill_deadline(st));
 }
 
 /* When renewals keep failing, SIGTERM goes out this long before the lease ends, and SIGKILL
@@ -235,6 +248,17 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 				  duration_format(st->continued_at - st->stopped_at, since,
 						  sizeof(since)),
 				  action(s->on_lost));
+		else if (now - (st->lease_end - stop_lead(s)) > SEEN_LATE)
+			/* Nor while we do not run. */
+			msg_error(
+				"lost the lock on %s: redlock-run saw the end of its lease %s late "
+				"(it was stopped with SIGSTOP, or starved of CPU); %s",
+				s->lock->key,
+				duration_format(now - (st->lease_end - stop_lead(s)), since,
+						sizeof(since)),
+				s->on_lost != ON_LOST_IGNORE && now >= kill_deadline(st)
+					? "its guard killed the command as the lease ended"
+					: action(s->on_lost));
 		else
 			msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
 				  duration_format(now - st->renewed_at, since, sizeof(since)),
@@ -382,6 +406,7 @@ supervise(const struct supervision *s)
 		int sig;
 
 		on_time(s, &st, now);
+		child_guard_until(s->child, guard_deadline(s, &st));
 		if (may_be_stopped(s, &st) && now >= st.stop_look) {
 			st.stop_look = now + STOP_LOOK;
 			if (child_stop_held(s->child))

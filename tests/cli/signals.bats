@@ -548,6 +548,26 @@ as_job() {
 	grep -Eq "^redlock-run: lost the lock on job: the job was stopped for [0-9.]+m?s \(Ctrl-Z, SIGTSTP\), past the end of its lease; stopping the command$" "$dir/err"
 }
 
+@test "redlock-run alone stopped with SIGSTOP: its guard kills the command as the lease ends; 76 once continued" {
+	"$RR" -t 1s job -c "echo \$\$ > $dir/command; while :; do sleep 0.1; done" 2>"$dir/err" &
+	local rr=$! command
+	echo "$rr" >"$dir/rr"
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	kill -STOP "$rr"
+	# Killed (a zombie: its parent is stopped) by the guard, not left running beside the next
+	# holder; the next gets the lock once the lease is over.
+	dead() { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+	wait_until 10 dead "$command"
+	run -0 "$RR" -w 10s job -- echo second
+	assert_output second
+	kill -CONT "$rr"
+	reap "$rr"
+	assert_equal "$status" 76
+	cat "$dir/err"
+	grep -Eq "^redlock-run: lost the lock on job: redlock-run saw the end of its lease [0-9.]+m?s late \(it was stopped with SIGSTOP, or starved of CPU\); its guard killed the command as the lease ended$" "$dir/err"
+}
+
 @test "a signal that redlock-run passed on is not passed to the program that runs it" {
 	cat >"$dir/runner.py" <<EOT
 import os, signal, subprocess, sys, time
