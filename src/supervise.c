@@ -334,8 +334,16 @@ reap(const struct supervision *s, struct state *st)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+		if (pid == s->child->guard && !WIFSTOPPED(status)) {
+			/* Killed: it ignores every signal it can. */
+			s->child->guard = 0;
+			msg_warn("the guard of the command's group (pid %ld) was killed: should "
+				 "redlock-run be killed or stopped now, what the command started "
+				 "outlives it",
+				 (long)pid);
+		}
 		if (pid != s->child->pid)
-			continue; /* the guard, or an orphan of the command */
+			continue; /* an orphan of the command */
 		if (WIFSTOPPED(status)) {
 			int sig = WSTOPSIG(status);
 			/* A pipeline's command that wants the terminal gets it. */

@@ -568,6 +568,21 @@ as_job() {
 	grep -Eq "^redlock-run: lost the lock on job: redlock-run saw the end of its lease [0-9.]+m?s late \(it was stopped with SIGSTOP, or starved of CPU\); its guard killed the command as the lease ended$" "$dir/err"
 }
 
+@test "the guard killed: said at once; the command runs on, and the lock is released as usual" {
+	"$RR" job -c "touch $dir/started; until [ -e $dir/go ]; do sleep 0.05; done" 2>"$dir/err" &
+	local rr=$! guard
+	wait_until 5 test -e "$dir/started"
+	guard=$(pgrep -xf "redlock-guard of $rr")
+	kill -KILL "$guard"
+	wait_until 5 grep -q "guard" "$dir/err"
+	touch "$dir/go"
+	reap "$rr"
+	assert_equal "$status" 0
+	run cat "$dir/err"
+	assert_output "redlock-run: the guard of the command's group (pid $guard) was killed: should redlock-run be killed or stopped now, what the command started outlives it"
+	assert_equal "$(rcli exists job)" 0
+}
+
 @test "a signal that redlock-run passed on is not passed to the program that runs it" {
 	cat >"$dir/runner.py" <<EOT
 import os, signal, subprocess, sys, time
