@@ -264,7 +264,7 @@ main(int argc, char *argv[])
 	struct child child;
 	struct watchdog *wd;
 	struct outcome out;
-	char err[512], **env, *vars[4] = { NULL, NULL, NULL, NULL };
+	char err[512], asked[320], **env, *vars[4] = { NULL, NULL, NULL, NULL };
 
 	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
 	case OPTS_HELP:
@@ -330,6 +330,10 @@ main(int argc, char *argv[])
 
 	acquire(&lock, nodes, &o, &sig, &child);
 
+	if (nodes_count(nodes) == 1)
+		snprintf(asked, sizeof(asked), "%s", nodes_address(nodes, 0));
+	else
+		snprintf(asked, sizeof(asked), "a quorum of the %zu servers", nodes_count(nodes));
 	env = command_environment(&lock, vars);
 	wd = env ? watchdog_new(&lock, nodes) : NULL;
 	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
@@ -343,6 +347,7 @@ main(int argc, char *argv[])
 		.on_lost = o.on_lost,
 		.grace = o.grace,
 		.max_hold = o.max_hold,
+		.asked = asked,
 	});
 	msg_info("done after %s: exit status %d",
 		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)), out.status);

@@ -230,7 +230,7 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 static void
 on_time(const struct supervision *s, struct state *st, int64_t now)
 {
-	char held[32], since[32];
+	char held[32], since[32], unanswered[400];
 
 	if (!st->exited && st->stopping == STOP_NONE && now >= st->max_hold_at) {
 		begin_stop(s, st, STOP_MAX_HOLD, SIGTERM, time_add(now, s->grace));
@@ -239,6 +239,8 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 	if (!st->lost && now >= st->lease_end - stop_lead(s)) {
 		act_on_loss(s, st, kill_deadline(st));
+		snprintf(unanswered, sizeof(unanswered), "no answer yet%s%.300s",
+			 s->asked ? " from " : "", s->asked ? s->asked : "");
 		if (st->continued_at > st->lease_end - stop_lead(s) &&
 		    st->stopped_at < st->lease_end - stop_lead(s))
 			/* Nothing renews while the job is stopped: the server is not to blame. */
@@ -262,7 +264,7 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 		else
 			msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
 				  duration_format(now - st->renewed_at, since, sizeof(since)),
-				  st->last_error[0] ? st->last_error : "no answer yet",
+				  st->last_error[0] ? st->last_error : unanswered,
 				  action(s->on_lost));
 	}
 	if (now >= kill_time(s, st)) {

@@ -21,8 +21,10 @@ struct supervision {
 	const struct lock *lock;
 	const struct signals *signals;
 	enum on_lost on_lost;
-	int64_t grace;    /* between SIGTERM and SIGKILL, for the command and its leftovers */
-	int64_t max_hold; /* 0: no limit */
+	int64_t grace;     /* between SIGTERM and SIGKILL, for the command and its leftovers */
+	int64_t max_hold;  /* 0: no limit */
+	const char *asked; /* whom the renewals ask, for a loss before any answered: "ADDRESS",
+			    * or "a quorum of the N servers" */
 };
 
 struct outcome {
