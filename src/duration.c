@@ -37,6 +37,13 @@ static const struct {
 	{ "weeks", 604800 * NS_PER_S },
 	{ "week", 604800 * NS_PER_S },
 	{ "w", 604800 * NS_PER_S },
+	/* (systemd's month is a twelfth of its year, which is 365.25 days.) */
+	{ "months", 2629800 * NS_PER_S },
+	{ "month", 2629800 * NS_PER_S },
+	{ "M", 2629800 * NS_PER_S },
+	{ "years", 31557600 * NS_PER_S },
+	{ "year", 31557600 * NS_PER_S },
+	{ "y", 31557600 * NS_PER_S },
 };
 /* clang-format on */
 

@@ -6,7 +6,8 @@
 
 /* The accepted forms, for messages. */
 #define DURATION_FORMS                                                                             \
-	"a number and a unit, us, ms, s, m or min, h, d or w (250ms, 1.5s, 10min, 1h30m), or a "   \
+	"a number and a unit, us, ms, s, m or min, h, d, w, M or y (250ms, 1.5s, 10min, 1h30m), "  \
+	"or a "                                                                                    \
 	"number of seconds (90, 1.5)"
 #ifndef REDLOCK_DURATION_H
 #define REDLOCK_DURATION_H

@@ -44,6 +44,11 @@ main(void)
 	parses("1h 30min", 5400 * NS_PER_S);
 	parses("2d", 2 * 86400 * NS_PER_S);
 	parses("1w", 7 * 86400 * NS_PER_S);
+	/* systemd's months and years: 30.44 and 365.25 days; "M" is not "m". */
+	parses("1y", 31557600 * NS_PER_S);
+	parses("2 years", 2 * 31557600 * NS_PER_S);
+	parses("1M", 2629800 * NS_PER_S);
+	parses("1month 1m", 2629800 * NS_PER_S + 60 * NS_PER_S);
 	parses("1sec", NS_PER_S);
 	parses("2 hours", 7200 * NS_PER_S);
 	parses("55s500ms", 55500 * NS_PER_MS);

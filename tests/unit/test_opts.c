@@ -155,7 +155,8 @@ main(void)
 	REFUSED("invalid TTL '0': at least 100ms", "-t", "0", "k", "true");
 	REFUSED("invalid TTL '99ms': at least 100ms", "-t", "99ms", "k", "true");
 	REFUSED("invalid TTL '-5'", "-t", "-5", "k", "true");
-	REFUSED("invalid TTL 'abc' (durations: a number and a unit, us, ms, s, m or min, h, d or w "
+	REFUSED("invalid TTL 'abc' (durations: a number and a unit, us, ms, s, m or min, h, d, w, "
+		"M or y "
 		"(250ms, 1.5s, 10min, 1h30m), or a number of seconds (90, 1.5))",
 		"-t", "abc", "k", "true");
 	/* How long a server that never answered may take: 3s, --connect-timeout, or its
