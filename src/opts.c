@@ -213,6 +213,25 @@ option_name(const char *arg, char *buf, size_t size)
 	return buf;
 }
 
+/* What to say of one of flock(1)'s options that redlock-run does not have, named as
+ * option_name names it: "" for another. */
+static const char *
+flock_only(const char *name)
+{
+	if (!strcmp(name, "-o") || !strcmp(name, "--close"))
+		return " (flock's: redlock-run holds no file descriptor that COMMAND could "
+		       "inherit; "
+		       "what COMMAND leaves running in its process group is stopped when it ends)";
+	if (!strcmp(name, "-u") || !strcmp(name, "--unlock"))
+		return " (flock's: the lock is released when COMMAND ends; --break ends another's)";
+	if (!strcmp(name, "-F") || !strcmp(name, "--no-fork"))
+		return " (flock's: redlock-run runs COMMAND as its child, to renew the lock "
+		       "meanwhile)";
+	if (!strcmp(name, "--fcntl"))
+		return " (flock's: the lock is in Redis, not on a file)";
+	return "";
+}
+
 /* Parses the duration arg of an option; false with "invalid <what> '<arg>'" in err. */
 static bool
 take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t size)
@@ -400,7 +419,12 @@ parse_command(struct opts *o, char **rest, int nrest, const char *shell_string, 
 		return usage_error(err, size, "-c and a COMMAND cannot be given together");
 	if (!shell_string) {
 		if (nrest == 0)
-			return usage_error(err, size, "missing COMMAND after KEY");
+			return usage_error(
+				err, size, "missing COMMAND after KEY%s",
+				o->key[0] && strspn(o->key, "0123456789") == strlen(o->key)
+					? " (there is no file descriptor form, as flock's: "
+					  "KEY is a lock's name)"
+					: "");
 		o->command = rest;
 		return OPTS_RUN;
 	}
@@ -737,8 +761,9 @@ again:
 				return usage_error(err, size,
 						   "option '%s' does not take an argument",
 						   option_name(argv[at], name, sizeof(name)));
-			return usage_error(err, size, "unknown option '%s'",
-					   option_name(argv[at], name, sizeof(name)));
+			option_name(argv[at], name, sizeof(name));
+			return usage_error(err, size, "unknown option '%s'%s", name,
+					   flock_only(name));
 		}
 	}
 	/* --status, --break and --list run no command: options after their KEY (or PATTERN) are

@@ -293,6 +293,18 @@ main(void)
 	REFUSED("missing COMMAND after KEY", "k", "--");
 	REFUSED("unknown option '--bogus'", "--bogus", "k", "true");
 	REFUSED("unknown option '--bogus'", "--bogus=1", "k", "true");
+	/* flock's options and its file descriptor form say what stands for them here. */
+	REFUSED("unknown option '-o' (flock's: redlock-run holds no file descriptor that COMMAND "
+		"could inherit; what COMMAND leaves running in its process group is stopped when "
+		"it "
+		"ends)",
+		"-o", "k", "true");
+	REFUSED("unknown option '--unlock' (flock's: the lock is released when COMMAND ends; "
+		"--break ends another's)",
+		"--unlock", "k", "true");
+	REFUSED("missing COMMAND after KEY (there is no file descriptor form, as flock's: KEY is "
+		"a lock's name)",
+		"9");
 	REFUSED("unknown option '-y'", "-y", "k", "true");
 	REFUSED("unknown option '-y'", "-ny", "k", "true");
 	REFUSED("unknown option '-y'", "--nb", "-yn", "k", "true");
