@@ -684,6 +684,7 @@ query_break(const struct opts *o)
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
 	bool taken, unheard = false, broke = false, changed = false;
+	int64_t left = 0; /* of the broken lease, where it was longest */
 
 	if (!o->yes) {
 		if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
@@ -727,6 +728,9 @@ query_break(const struct opts *o)
 		unheard = unheard || node[i].unheard;
 		broke = broke || node[i].broke;
 		changed = changed || node[i].changed;
+		/* (A lock that --min-hold keeps has no command running.) */
+		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder)))
+			left = time_max(left, node[i].left);
 		if (node[i].answered)
 			text_breaking(stdout, prefix, shown, &node[i]);
 		else if (nodes_count(ns) > 1 || status == 0)
@@ -735,6 +739,14 @@ query_break(const struct opts *o)
 					? " (the break went out: it may still be carried out "
 					  "there)"
 					: "");
+	}
+	if (left > 0) {
+		char within[32];
+		/* It learns at its next renewal; meanwhile the next holder may run beside it. */
+		fprintf(stdout,
+			"its command runs on until its next renewal finds the break, within %s, "
+			"then is stopped (76)\n",
+			duration_format(left, within, sizeof(within)));
 	}
 	if (status == 0 && changed && !broke) {
 		msg_error("%s: not broken: its holder changed while you answered; see who holds it "
