@@ -37,7 +37,8 @@ show_wait(struct lock *l, struct acquisition *q, int64_t left)
 		snprintf(q->shown, sizeof(q->shown), "%s", l->error);
 		return;
 	}
-	msg_progress("waiting for %s (held by %s, %s left)", l->key,
+	msg_progress("waiting for %s (%s %s, %s left)", l->key,
+		     l->holder_waits ? "behind" : "held by",
 		     lock_describe_holder(l->holder, holder, sizeof(holder)),
 		     left >= 0 ? duration_format(left, buf, sizeof(buf)) : "no expiry");
 	snprintf(q->shown, sizeof(q->shown), "%s", l->holder);

@@ -505,6 +505,8 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	}
 	l->holder_ttl = ttl_ns(reply_integer(e1));
 	l->holder[0] = '\0';
+	l->holder_waits = reply_count(r) > 3 && reply_type(reply_element(r, 3)) == REPLY_INTEGER &&
+			  reply_integer(reply_element(r, 3)) == 1;
 	if (reply_count(r) > 2 && reply_type(reply_element(r, 2)) == REPLY_STRING) {
 		size_t len;
 		const char *v = reply_string(reply_element(r, 2), &len);

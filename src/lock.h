@@ -53,6 +53,7 @@ struct lock {
 	int64_t answered_at;        /* when the answer to the last release came */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
+	bool holder_waits;            /* holder is a waiter in line before us, not a holder */
 	char error[512];              /* why the last call did not succeed */
 
 	/* Who cancelled our run (--cancel-running), as a renewal says; "" until then. */

@@ -89,7 +89,14 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			return;
 		case LOCK_BUSY:
 			duration_format(clock_now() - start, buf, sizeof(buf));
-			if (l->holder[0])
+			if (l->holder[0] && l->holder_waits)
+				msg_info("%s is free, but %s is in line for it first; giving up "
+					 "after "
+					 "%s",
+					 l->key,
+					 lock_describe_holder(l->holder, holder, sizeof(holder)),
+					 buf);
+			else if (l->holder[0])
 				msg_info("%s is held by %s; giving up after %s", l->key,
 					 lock_describe_holder(l->holder, holder, sizeof(holder)),
 					 buf);

@@ -478,7 +478,7 @@ static struct script script_acquire = {
 	WAIT_IN_LINE
 	"if handoff == 0 and in_line then withdraw(me) end\n"
 	"if readers and handoff == 0 and in_line then wake_next(1) end\n"
-	"return {0, pttl, holder}\n",
+	"return {0, pttl, holder, first and 1 or 0}\n",
 };
 
 /* A renewal keeps the fence counter (KEYS[2]) as long as the lock, at least: so a key found
@@ -620,7 +620,7 @@ static struct script script_sem_acquire = {
 	"  first, pttl = queued[1], " HANDOFF_MS "\n"
 	"  for i = 1, #queued, 2 do pttl = math.min(pttl, pass(queued[i])) end\n"
 	"end\n" WAIT_IN_LINE
-	"return {0, pttl, first}\n",
+	"return {0, pttl, first, queued and 1 or 0}\n",
 };
 
 /*
@@ -655,6 +655,7 @@ static struct script script_shared_acquire = {
 	"end\n"
 	"local at = not pttl and not mine and ordered and in_line and\n"
 	"  tonumber(redis.call('ZSCORE', queue .. '-shared', me))\n"
+	"local waits = pttl and 0 or 1\n"
 	"if at then\n"
 	"  local x = firsts(queue, 1)\n"
 	"  if x[1] and x[2] < at then\n"
@@ -666,7 +667,7 @@ static struct script script_shared_acquire = {
 	"  if first[1] then holder, pttl = first[1], first[2] - now end\n"
 	"  if first[1] and ordered and count == 0 then pttl = pass(first[1]) end\n"
 	"end\n"
-	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder}\n"
+	"if pttl then\n" WAIT_IN_LINE "  return {0, pttl, holder, waits}\n"
 	"end\n"
 	"redis.call('ZADD', KEYS[1], -1, 'shared', clock() + ttl, value)\n"
 	"local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')\n"

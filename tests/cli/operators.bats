@@ -337,8 +337,10 @@ o = json.loads(sys.argv[1])
 assert not o["held"] and o["waiting"] == 1, o
 assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 			if [[ $mode == release ]]; then
-				# Another run asking for it wakes it (and waits behind it).
-				run -75 "$RR" -n job -- echo never
+				# Another run asking for it wakes it (and waits behind it); -v
+				# says that it is free, but not its turn.
+				run -75 --separate-stderr "$RR" -v -n job -- echo never
+				[[ $stderr == *"job is free, but $(hostname):$b is in line for it first; giving up after "* ]]
 			else
 				# --break wakes the line of a free lock too.
 				run -0 "$RR" --break --yes job

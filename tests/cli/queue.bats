@@ -134,7 +134,7 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	rcli zadd '{job}:queue' "${now}000" "$fake" >/dev/null
 	run --separate-stderr "$RR" -n -v job -- touch "$dir/overtook"
 	assert_equal "$status" 75
-	[[ $stderr == *"held by elsewhere:4242"* ]]
+	[[ $stderr == *"job is free, but elsewhere:4242 is in line for it first"* ]]
 	# It woke that waiter, and left it a handoff's time to come, as a release does (a waiter
 	# killed at the front is so passed over); the place is made long again for the next run.
 	(($(rcli zscore '{job}:waiting' "$fake") - $(server_ms main) <= 1000))
