@@ -463,6 +463,7 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 	enum conn_result res;
 
 	conn_reset(n->conn);
+	n->silent = false; /* (of the server the requests went to; they go elsewhere now) */
 	if ((res = reopen(n, n->deadline, intr_fd)) != CONN_OK)
 		return res;
 	if (waits(n))
@@ -727,7 +728,8 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
 	n->reached = n->reached || a->result == CONN_OK;
 	if (a->result == CONN_OK) {
-		int64_t now = clock_now(), due = time_max(n->asked_at, n->heard_at);
+		int64_t now = clock_now(),
+			due = time_max(time_max(n->asked_at, conn_opened_at(n->conn)), n->heard_at);
 		if (first.copy && first.copy->blocks_until)
 			due = time_max(due, first.copy->blocks_until);
 		n->silent = n->silent || now - due > NODE_SILENT;
@@ -776,7 +778,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	free(first.copy);
 	memmove(&n->ask[0], &n->ask[1], (n->asks - 1) * sizeof(n->ask[0]));
 	n->asks--;
-	n->redirects = n->seeds_tried = 0;
+	n->resends = n->redirects = n->seeds_tried = 0;
 	n->pause = 0;
 	n->moving = false;
 	return TAKEN;
