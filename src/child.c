@@ -216,7 +216,7 @@ child_prepare(struct child *ch, char *argv[])
 void
 child_guard_until(struct child *ch, int64_t deadline)
 {
-	if (ch->guard_fd < 0 || ch->pgid <= 0 || deadline == ch->guard_until)
+	if (ch->guard_fd < 0 || ch->guard <= 0 || ch->pgid <= 0 || deadline == ch->guard_until)
 		return;
 	/* (8 bytes: a pipe writes them whole or not at all.) */
 	if (write(ch->guard_fd, &deadline, sizeof(deadline)) == (ssize_t)sizeof(deadline))

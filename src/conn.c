@@ -87,8 +87,9 @@ struct conn {
  * before hiredis allocates room for them (a server, or anything posing as one, that says
  * *2000000000 would otherwise cost gigabytes; found by fuzz/fuzz_reply). Ours are small but two:
  * a SCAN page, whose COUNT is only a hint (a page may hold more keys), and CLUSTER SLOTS of a
- * cluster whose slots lie in many ranges (16384 at most, of a few elements each). */
-#define REPLY_MAX_ELEMENTS 131072
+ * cluster whose slots lie in many ranges (16384 at most, each 3 elements and an array of 4 or
+ * so for each of its nodes: 13 with one replica). 4 MiB of pointers at most. */
+#define REPLY_MAX_ELEMENTS (16384 * 32)
 
 #if HIREDIS_MAJOR >= 1
 typedef size_t array_size;

@@ -88,8 +88,9 @@ add_term(const char *whole, size_t whole_len, const char *frac, size_t frac_len,
 	if (ns > INT64_MAX / unit)
 		return DURATION_RANGE;
 	ns *= unit;
-	/* Every unit is a whole number of nanoseconds divisible by 10 down to 1 ns, so each
-	 * fraction digit adds an exact amount until the place value drops below 1 ns. */
+	/* Each fraction digit adds its place value in whole nanoseconds: exact for the units up
+	 * to weeks, divisible by 10 down to 1 ns; a month's and a year's digits past the
+	 * eleventh each lose less than a nanosecond. */
 	for (size_t i = 0; i < frac_len && unit >= 10; i++) {
 		unit /= 10;
 		if (ns > INT64_MAX - (frac[i] - '0') * unit)

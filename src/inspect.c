@@ -115,8 +115,10 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) != 3 ||
 	    reply_type(pttl = reply_element(r, 1)) != REPLY_INTEGER) {
 		char said[400];
+		/* (Of the keys, not of the commands: "... access one of the keys ...".) */
 		st->denied = reply_type(r) == REPLY_ERROR &&
-			     strncmp(reply_string(r, NULL), "NOPERM", 6) == 0;
+			     strncmp(reply_string(r, NULL), "NOPERM", 6) == 0 &&
+			     strstr(reply_string(r, NULL), " key") != NULL;
 		set_error(l, "%s refused to say who holds %s: %s", address, l->key,
 			  refusal(r, said, sizeof(said)));
 		return -1;

@@ -419,8 +419,10 @@ supervise(const struct supervision *s)
 		child_guard_until(s->child, guard_deadline(s, &st));
 		if (may_be_stopped(s, &st) && now >= st.stop_look) {
 			st.stop_look = now + STOP_LOOK;
-			if (child_stop_held(s->child))
+			if (child_stop_held(s->child)) {
 				suspend(s, &st);
+				continue; /* what came due while stopped, before the command runs */
+			}
 		}
 		if (st.resumed) {
 			st.resumed = false;

@@ -140,6 +140,19 @@ setup() {
 	[ ! -s "$dir/json" ]
 	run cat "$dir/json.err"
 	assert_output "redlock-run: passed over 1 key that this Redis user may not read (NOPERM)"
+	# A user that may read every key but not run the scripts cannot list: 69, not "none".
+	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER noscript on '>n' resetkeys \
+		'~*' -@all +scan +getrange >/dev/null
+	"$RR" -r "$admin" jobs:x -c "touch $dir/x; until [ -e $dir/go.x ]; do sleep 0.05; done" &
+	local x=$!
+	wait_until 5 test -e "$dir/x"
+	run --separate-stderr "$RR" -r "unix://noscript:n@$(redis_sock acl)" --list
+	local listed=$status
+	touch "$dir/go.x"
+	reap_ok "$x"
+	assert_equal "$listed" 69
+	[[ $stderr == *"NOPERM"* ]]
+	[[ $stderr != *"passed over"* ]]
 }
 
 @test "a server out of memory refuses the lock: 69, in the server's words, without the script's" {
