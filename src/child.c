@@ -52,6 +52,16 @@ close_all_but(int keep)
 			close(fd);
 }
 
+/* Waits until fd has something to read (the pipe's end is non-blocking). Always true. */
+static bool
+wait_readable(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	poll(&p, 1, -1);
+	return true;
+}
+
 /* What the guard's pipe brings after the group's id: deadlines (see child_guard_until), and
  * this, which means "stand down". */
 #define GUARD_STAND_DOWN INT64_MIN
@@ -66,16 +76,6 @@ close_all_but(int keep)
  * CPU from redlock-run for a tenth of a handoff). Only async-signal-safe calls: this is a fork of
  * a process that may have threads.
  */
-/* Waits until fd has something to read (the pipe's end is non-blocking). Always true. */
-static bool
-wait_readable(int fd)
-{
-	struct pollfd p = { fd, POLLIN, 0 };
-
-	poll(&p, 1, -1);
-	return true;
-}
-
 static _Noreturn void
 run_guard(int fd, char *title, size_t title_size, const char *name)
 {
