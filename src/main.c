@@ -90,9 +90,8 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 		case LOCK_BUSY:
 			duration_format(clock_now() - start, buf, sizeof(buf));
 			if (l->holder[0] && l->holder_waits)
-				msg_info("%s is free, but %s is in line for it first; giving up "
-					 "after "
-					 "%s",
+				msg_info("%s is free, but %s is in line for it first; "
+					 "giving up after %s",
 					 l->key,
 					 lock_describe_holder(l->holder, holder, sizeof(holder)),
 					 buf);

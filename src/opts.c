@@ -220,8 +220,8 @@ flock_only(const char *name)
 {
 	if (!strcmp(name, "-o") || !strcmp(name, "--close"))
 		return " (flock's: redlock-run holds no file descriptor that COMMAND could "
-		       "inherit; "
-		       "what COMMAND leaves running in its process group is stopped when it ends)";
+		       "inherit; what COMMAND leaves running in its process group is stopped "
+		       "when it ends)";
 	if (!strcmp(name, "-u") || !strcmp(name, "--unlock"))
 		return " (flock's: the lock is released when COMMAND ends; --break ends another's)";
 	if (!strcmp(name, "-F") || !strcmp(name, "--no-fork"))
