@@ -49,25 +49,38 @@ aim(struct redis_url *to, const struct redis_url *url, const char *host, unsigne
 	return 0;
 }
 
-/* The seed numbered i (the URL itself, for a server URL), or past them, a known node. */
+/* The place numbered i: the seed numbered i (the URL itself, for a server URL), or past them, a
+ * known node. Its host (NULL for a Unix socket's URL) and *port. */
+static const char *
+place(const struct cluster *c, size_t i, unsigned *port)
+{
+	const struct redis_url *u = c->url;
+
+	if (i >= seeds(c)) {
+		*port = c->known[i - seeds(c)].port;
+		return c->known[i - seeds(c)].host;
+	}
+	*port = u->nhosts ? u->hosts[i].port : u->port;
+	return u->nhosts ? u->hosts[i].host : u->host;
+}
+
+/* The place numbered i (see place) becomes the target. */
 static int
 aim_at_seed(struct cluster *c, size_t i)
 {
 	const struct redis_url *u = c->url;
+	unsigned port;
+	const char *host = place(c, i, &port);
 
 	c->seed = i;
 	c->owner_known = false;
-	if (i >= seeds(c))
-		return aim(&c->target, u, c->known[i - seeds(c)].host, c->known[i - seeds(c)].port);
-	if (u->nhosts)
-		return aim(&c->target, u, u->hosts[i].host, u->hosts[i].port);
-	if (u->scheme == URL_UNIX) { /* no seeds: back to the socket itself */
+	if (i < seeds(c) && !u->nhosts && u->scheme == URL_UNIX) { /* back to the socket itself */
 		free(c->target.host);
 		c->target = *u;
 		c->target.host = NULL;
 		return 0;
 	}
-	return aim(&c->target, u, u->host, u->port);
+	return aim(&c->target, u, host, port);
 }
 
 struct cluster *
@@ -188,16 +201,11 @@ bool
 cluster_elsewhere(struct cluster *c)
 {
 	size_t n = seeds(c) + c->nknown;
-	const struct redis_url *u = c->url;
 
 	for (size_t k = 1; k <= n; k++) {
 		size_t i = (c->seed + k) % n;
-		const char *host = i >= seeds(c) ? c->known[i - seeds(c)].host
-				   : u->nhosts   ? u->hosts[i].host
-						 : u->host;
-		unsigned port = i >= seeds(c) ? c->known[i - seeds(c)].port
-				: u->nhosts   ? u->hosts[i].port
-					      : u->port;
+		unsigned port;
+		const char *host = place(c, i, &port);
 		if (host && c->target.host &&
 		    (port != c->target.port || strcmp(host, c->target.host) != 0))
 			return aim_at_seed(c, i) == 0;

@@ -147,10 +147,7 @@ act_on_loss(const struct supervision *s, struct state *st, int64_t kill_at)
 static int64_t
 kill_time(const struct supervision *s, const struct state *st)
 {
-	if ((st->stopping != STOP_NONE || st->sweeping) && !st->gone &&
-	    s->on_lost != ON_LOST_IGNORE)
-		return time_min(st->kill_at, kill_deadline(st));
-	return st->kill_at;
+	return st->stopping != STOP_NONE || st->sweeping ? guard_deadline(s, st) : st->kill_at;
 }
 
 /* A watchdog event. Signals go out before anything is said: a message never delays them. */
