@@ -259,6 +259,20 @@ put_column(FILE *out, const char *s, int width)
 		fputc(' ', out);
 }
 
+/* What --status says of the holder, in a word after it: kept by --min-hold, or, on this host,
+ * its process gone (the lease runs out by itself) or stopped (it renews nothing). */
+static const char *
+holder_mark(const struct lock_state *st)
+{
+	if (lock_value_kept(st->value))
+		return " (kept)";
+	if (st->process && !strcmp(st->process, "gone"))
+		return " (gone)";
+	if (st->process && !strcmp(st->process, "stopped"))
+		return " (stopped)";
+	return "";
+}
+
 /* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */
 static void
 text_row(FILE *out, const char *key, const struct lock_state *st)
@@ -275,7 +289,7 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 			 strcmp(lock_discipline_of(st->value), "latest") == 0 ? "latest"
 									      : "exclusive");
 	lock_describe_holder(st->value, holder, sizeof(holder));
-	snprintf(who, sizeof(who), "%s%s", holder, lock_value_kept(st->value) ? " (kept)" : "");
+	snprintf(who, sizeof(who), "%s%s", holder, holder_mark(st));
 	if ((st->shared || st->limit) && st->holders > 1)
 		snprintf(who + strlen(who), sizeof(who) - strlen(who), " +%zu", st->holders - 1);
 	if (st->held_for >= 0)

@@ -114,7 +114,7 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	run -75 "$RR" -n job -- true
 }
 
-@test "--status of a holder whose process is gone: says so, and how long ago it took the lock" {
+@test "--status and --list of a holder whose process is gone: say so, and how long ago it took the lock" {
 	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" &
 	local holder=$!
 	wait_until 5 test -s "$dir/ready"
@@ -127,6 +127,8 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	assert_output --partial "; no such process runs on this host: it did not release, and the lease runs out by itself"
 	run -75 "$RR" --status --json job
 	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder \(gone\) +[0-9.]+m?s +[0-9.]+s "
 }
 
 @test "--status of a holder killed and not reaped yet (a zombie): gone too" {
@@ -148,7 +150,7 @@ time.sleep(60)' "$RR" "$dir/ready" "$dir/pid" 3>&- &
 	assert_output --partial "; no such process runs on this host: it did not release"
 }
 
-@test "--status of a holder stopped with SIGSTOP, and of a stopped waiter: stopped, until continued" {
+@test "--status and --list of a holder stopped with SIGSTOP, and of a stopped waiter: stopped, until continued" {
 	"$RR" -t 30s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$!
 	wait_until 5 test -s "$dir/ready"
@@ -160,11 +162,14 @@ time.sleep(60)' "$RR" "$dir/ready" "$dir/pid" 3>&- &
 	is_stopped() { [[ $(awk '{ print $3 }' "/proc/$1/stat") == T ]]; }
 	wait_until 5 is_stopped "$holder"
 	wait_until 5 is_stopped "$waiter"
-	local text json
+	local text json list
 	text=$("$RR" --status job) || true
 	json=$("$RR" --status --json job) || true
+	list=$("$RR" --list) || true
 	# (Continued before anything is asserted: a failure leaves nobody stopped.)
 	kill -CONT "$holder" "$waiter"
+	run echo "$list"
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder \(stopped\) +[0-9.]+m?s "
 	run echo "$text"
 	assert_line --index 0 --partial "; its process is stopped (Ctrl-Z or SIGSTOP): it renews nothing, and the lease runs out unless it is continued"
 	assert_line --index 1 --regexp "^  1 waiting .*: $(hostname):$waiter \(stopped\) for "
@@ -176,6 +181,8 @@ assert o["waiters"][0]["process"] == "stopped", o' "$json"
 	python3 -c 'import json, sys
 o = json.loads(sys.argv[1])
 assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o' "$output"
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder +[0-9.]+m?s "
 	touch "$dir/go"
 	reap_ok "$holder" "$waiter"
 }
