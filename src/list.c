@@ -247,14 +247,17 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 }
 
 /* s, padded to width, a control character (a newline, an escape) as '?': one row a lock,
- * whatever the names Redis holds, and nothing of them sent to the terminal as a command. */
+ * whatever the names Redis holds, and nothing of them sent to the terminal as a command. A
+ * character in UTF-8 counts one column, however many bytes it takes. */
 static void
 put_column(FILE *out, const char *s, int width)
 {
 	int n = 0;
 
-	for (; *s; s++, n++)
+	for (; *s; s++) {
 		fputc(msg_is_control(*s) ? '?' : *s, out);
+		n += ((unsigned char)*s & 0xc0) != 0x80; /* not a continuation byte */
+	}
 	for (; n < width; n++)
 		fputc(' ', out);
 }

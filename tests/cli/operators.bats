@@ -613,12 +613,25 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	assert_equal "$status" 0
 }
 
-@test "--list: a name with a newline or an escape in it stays on its row" {
+@test "--list: a name with a newline or an escape in it stays on its row; UTF-8 keeps the columns" {
 	rcli eval "redis.call('SET', ARGV[1], ARGV[2], 'PX', 60000)" 0 $'two\nlines\e[2J' \
 		"12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null
+	rcli set "café-déploiement" "12345678-1234-1234-1234-123456789abc:hôte-é:43" px 60000 >/dev/null
 	run -0 "$RR" --list
-	assert_equal "${#lines[@]}" 2
-	assert_line --index 1 --regexp '^two\?lines\?\[2J +exclusive +web-1:42 '
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 1 --regexp '^café-déploiement +exclusive +hôte-é:43 '
+	assert_line --index 2 --regexp '^two\?lines\?\[2J +exclusive +web-1:42 '
+	# Every column stands under its header, counted in characters.
+	python3 - "$output" <<-'EOF'
+		import sys
+		head, *rows = sys.argv[1].split("\n")
+		for row in rows:
+		    for name in ("MODE", "HOLDER"):  # left-aligned: starts under its header
+		        at = head.index(name)
+		        assert row[at - 1] == " " and row[at] != " ", (name, row)
+		    end = head.index("LEFT") + len("LEFT")  # right-aligned: ends under it
+		    assert row[end - 1] != " " and row[end] == " ", row
+	EOF
 }
 
 @test "--list passes over a cache's strings without running a script for each; its JSON says what --status's does" {
