@@ -232,6 +232,22 @@ flock_only(const char *name)
 	return "";
 }
 
+/* s into buf as a SCAN pattern that matches s alone: each of the pattern's special characters
+ * behind a backslash. */
+static const char *
+glob_quoted(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; *s && n + 2 < size; s++) {
+		if (strchr("*?[]\\", *s))
+			buf[n++] = '\\';
+		buf[n++] = *s;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Parses the duration arg of an option; false with "invalid <what> '<arg>'" in err. */
 static bool
 take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t size)
@@ -815,17 +831,34 @@ again:
 		o->key = argv[key_at];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
-	if (!prefix)
+	const char *prefix_from = "--prefix";
+	if (!prefix) {
 		prefix = getenv("REDLOCK_PREFIX");
+		prefix_from = "$REDLOCK_PREFIX";
+	}
+	const char *given = o->key; /* KEY as written, before the prefix */
 	if (prefix && *prefix) {
-		/* The name in Redis, which every message and every helper key uses. */
-		int n = snprintf(o->prefixed_key, sizeof(o->prefixed_key), "%s%s", prefix, o->key);
+		/* The name in Redis, which every message and every helper key uses; for --list, a
+		 * pattern in which the prefix stands for itself, glob characters and all. */
+		char quoted[2 * sizeof(o->prefixed_key)]; /* whole, whenever the name fits */
+		int n = snprintf(o->prefixed_key, sizeof(o->prefixed_key), "%s%s",
+				 o->list ? glob_quoted(prefix, quoted, sizeof(quoted)) : prefix,
+				 o->key);
 		if (n < 0 || (size_t)n >= sizeof(o->prefixed_key))
 			return usage_error(err, size,
 					   "KEY with its prefix is longer than %zu bytes",
 					   sizeof(o->prefixed_key) - 1);
 		o->key = o->prefixed_key;
 	}
+	if (!o->list && !one_slot(o->key) && one_slot(given))
+		return usage_error(
+			err, size,
+			"KEY '%s' (%s '%s' and '%s') has a '}' but no hash tag ({...} with "
+			"something in it) before it: its helper keys could not share its Redis "
+			"Cluster hash slot; give the prefix a tag of its own, such as "
+			"%s'{locks}%s'",
+			o->key, prefix_from, prefix, given,
+			prefix_from[0] == '$' ? "REDLOCK_PREFIX=" : "--prefix ", prefix);
 	if (!o->list && !one_slot(o->key))
 		return usage_error(
 			err, size,

@@ -93,11 +93,29 @@ foreign() {
 	touch "$dir/go"
 	wait "$holder"
 	wait "$waiter"
-	# The prefix counts in the rule for '}': the whole name needs its hash tag.
+	# The prefix counts in the rule for '}': the whole name needs its hash tag, and the
+	# message says where the '}' came from.
 	run -64 "$RR" --prefix 'a}' job -- true
-	assert_output --partial "KEY 'a}job' has a '}'"
+	assert_output --partial "KEY 'a}job' (--prefix 'a}' and 'job') has a '}'"
+	assert_output --partial "such as --prefix '{locks}a}'"
+	REDLOCK_PREFIX='a}' run -64 "$RR" job -- true
+	assert_output --partial "KEY 'a}job' (\$REDLOCK_PREFIX 'a}' and 'job') has a '}'"
+	assert_output --partial "such as REDLOCK_PREFIX='{locks}a}'"
 	# An empty prefix is none.
 	REDLOCK_PREFIX= run -0 "$RR" job -- true
+	# --list takes the prefix as it is, a glob character in it included: its own namespace.
+	local token="12345678-1234-1234-1234-123456789abc:web-1:42" name
+	for name in 't[1]:z' 't1:w' 'a*:x' 'ab:y'; do
+		rcli set "$name" "$token" px 60000 >/dev/null
+	done
+	run -0 "$RR" --prefix 't[1]:' --list
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 --regexp '^t\[1\]:z '
+	run -0 "$RR" --prefix 'a*:' --list
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 --regexp '^a\*:x '
+	run -0 "$RR" --prefix 'a*:' --list 'x*'
+	assert_line --index 1 --regexp '^a\*:x '
 }
 
 @test "--status after a --min-hold job finished: kept taken, its command finished, not stuck" {

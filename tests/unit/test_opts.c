@@ -274,7 +274,12 @@ main(void)
 	CHECK_INT(PARSE("--prefix", "{team}:", "job", "true"), OPTS_RUN);
 	CHECK_STR(o.key, "{team}:job");
 	DONE();
-	REFUSED("KEY 'a}job' has a '}'", "--prefix", "a}", "job", "true");
+	REFUSED("KEY 'a}job' (--prefix 'a}' and 'job') has a '}'", "--prefix", "a}", "job", "true");
+	REFUSED("KEY 'a}x}' has a '}'", "--prefix", "a}", "x}", "true");
+	/* With --list, the prefix is literal in the pattern. */
+	CHECK_INT(PARSE("--list", "--prefix", "t[1]*:"), OPTS_RUN);
+	CHECK_STR(o.key, "t\\[1\\]\\*:*");
+	DONE();
 
 	/* Verbosity: the last of -v and -q wins. */
 	CHECK_INT(PARSE("-v", "k", "true"), OPTS_RUN);
