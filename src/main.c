@@ -82,7 +82,10 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 		switch (lock_acquire(l, ns, wait, sig->stop_fd)) {
 		case LOCK_ACQUIRED:
 			waited = clock_now() - start;
-			msg_info("acquired %s after %s, fence %lld", l->key,
+			/* (Over several servers, the next line names those that granted it.) */
+			msg_info("acquired %s%s%s after %s, fence %lld", l->key,
+				 nodes_count(ns) == 1 ? " on " : "",
+				 nodes_count(ns) == 1 ? nodes_address(ns, 0) : "",
 				 duration_format(waited, buf, sizeof(buf)), l->fence);
 			if (nodes_count(ns) > 1)
 				tell_quorum(l, ns);

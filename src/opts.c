@@ -882,7 +882,14 @@ again:
 
 	if (!nurls) {
 		const char *env = getenv("REDLOCK_URL");
-		if (env && strspn(env, URL_BLANKS) < strlen(env)) {
+		/* Set but empty is a CI secret or a variable that is missing: not a wish for a
+		 * server on this host, where each machine would lock on its own. */
+		if (env && strspn(env, URL_BLANKS) == strlen(env))
+			return usage_error(err, size,
+					   "REDLOCK_URL is set but names no server (a missing "
+					   "secret?); unset it for the default, %s",
+					   URL_DEFAULT);
+		if (env) {
 			/* Several URLs, separated by blanks: a quorum. */
 			if (!(env_urls = strdup(env)))
 				return usage_error(err, size, "out of memory");

@@ -367,6 +367,20 @@ EOF_CASES
 	assert_equal "${stderr_lines[0]}" "redlock-run: invalid Redis URL in REDLOCK_URL: the port must be a number from 1 to 65535, not '0'"
 }
 
+@test "REDLOCK_URL set but empty (a CI secret that is missing) is a usage error, not this host's Redis" {
+	local empty
+	for empty in "" "  " $'\t'; do
+		run --separate-stderr env REDLOCK_URL="$empty" "$REDLOCK_RUN" job -- true
+		assert_equal "$status" 64
+		assert_equal "${stderr_lines[0]}" "redlock-run: REDLOCK_URL is set but names no server (a missing secret?); unset it for the default, redis://127.0.0.1:6379"
+		run --separate-stderr env REDLOCK_URL="$empty" "$REDLOCK_RUN" --status job
+		assert_equal "$status" 64
+	done
+	# -r needs none.
+	run env REDLOCK_URL= "$REDLOCK_RUN" -r "unix://$(redis_sock main)" job -- true
+	assert_success
+}
+
 @test "--help goes to stdout with status 0; --version too" {
 	run --separate-stderr "$REDLOCK_RUN" --help
 	assert_success
@@ -437,7 +451,7 @@ EOF_CASES
 	"$RR" -v job -- sh -c 'echo from-the-command >&2; sleep 0.2; echo from-the-command-again >&2' \
 		2>"$BATS_TEST_TMPDIR/log"
 	run cat "$BATS_TEST_TMPDIR/log"
-	assert_line --regexp '^redlock-run: acquired job after '
+	assert_line --regexp '^redlock-run: acquired job on [^ ]+ after '
 	assert_line from-the-command
 	assert_line from-the-command-again
 	assert_line "redlock-run: released job"

@@ -94,7 +94,7 @@ hold() {
 		assert_equal "$status" 0
 		assert_equal "$(cat "$dir/out")" woken
 		# Woken by the release, not by the end of the 30s lease: in well under half of it.
-		grep -Eq "acquired job after ([0-9]+ms|([0-9]|1[0-4])(\.[0-9])?s)," "$dir/err"
+		grep -Eq "acquired job (on [^ ]+ )?after ([0-9]+ms|([0-9]|1[0-4])(\.[0-9])?s)," "$dir/err"
 	done
 }
 

@@ -108,7 +108,7 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	assert_equal "$status" 0
 	run cat "$dir/err"
 	[[ ${lines[0]} =~ ^"redlock-run: waiting for job (held by $(hostname):$holder, "[0-9.]+s" left)"$ ]]
-	[[ $output =~ "redlock-run: acquired job after "[0-9.]+m?s", fence "[0-9]{16} ]]
+	[[ $output =~ "redlock-run: acquired job on "[^\ ]+" after "[0-9.]+m?s", fence "[0-9]{16} ]]
 	[[ $output == *"redlock-run: released job"* ]]
 	wait "$holder"
 }
