@@ -203,7 +203,11 @@ call_send(struct nodes *ns, size_t i, const struct call *call, int64_t deadline,
 	const char *argv[ARRAY_LEN(call->argv)];
 	size_t lens[ARRAY_LEN(call->lens)];
 	struct command cmd = {
-		.argc = call->argc, .argv = argv, .lens = lens, .replicated = call->script->writes
+		.argc = call->argc,
+		.argv = argv,
+		.lens = lens,
+		.replicated = call->script->writes,
+		.changes = call->script->writes || call->script->gives_back,
 	};
 
 	memcpy(argv, call->argv, sizeof(argv));

@@ -215,7 +215,12 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	case LOCK_RELEASE_LOST_DATA:
 		if (out->lost)
 			break;
-		msg_error("lost the lock on %s: %s", l->key, l->error);
+		/* A new master that lacks the fence counter too never had them: no restart. */
+		if (failover(ns))
+			msg_error("lost the lock on %s: it was gone when the command ended; %s",
+				  l->key, failover(ns));
+		else
+			msg_error("lost the lock on %s: %s", l->key, l->error);
 		*out = (struct outcome){ .status = STATUS_LOST, .lost = true };
 		break;
 	case LOCK_RELEASE_UNCONFIRMED:

@@ -348,7 +348,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 		clear_asks(n);
 		n->asks = 1; /* nodes_next reports the failure, or take sends it again */
 		n->ask[0] = (struct ask){
-			.writes = cmd->replicated,
+			.writes = cmd->changes,
 			.replicated = replicated,
 			.copy = copy_command(cmd),
 		};
@@ -366,7 +366,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	}
 	n->deadline = time_max(n->deadline, deadline);
 	n->ask[n->asks++] = (struct ask){
-		.writes = cmd->replicated,
+		.writes = cmd->changes,
 		.replicated = replicated,
 		.copy = copy_command(cmd),
 	};

@@ -51,7 +51,10 @@ struct command {
 	int argc;
 	const char **argv;
 	const size_t *lens;
-	bool replicated; /* it changes the lock: WAIT follows it (see nodes_replicas) */
+	bool replicated; /* WAIT follows it (see nodes_replicas) */
+	/* It changes the lock: what a master wrote counts only while it is still the one (a
+	 * Sentinel's) or the slot's owner (a cluster's); otherwise it is asked where that went. */
+	bool changes;
 	/* A blocking command (BLPOP) whose last argument is its timeout in seconds: when it
 	 * is sent again (to a slot's new owner, a new master), that timeout is what is left
 	 * until this time (clock_now's; a ms at least), not the whole of it again. 0: none. */

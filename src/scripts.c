@@ -528,6 +528,7 @@ static struct script script_renew = {
 	"keep = tonumber(keep)\n" CLOCK LINE
 
 static struct script script_release = {
+	.gives_back = true,
 	.text = RELEASE_ARGS BROKEN_BY "local v = redis.pcall('GET', KEYS[1])\n"
 			     "if v ~= me and v ~= me .. ':kept' then\n" NOT_OURS(
 				     "KEYS[2]", "fates", "me") "end\n"
@@ -729,6 +730,7 @@ static struct script script_sem_renew = {
  * none is left would leave a waiter blocked on a place kept after the last holder went.)
  */
 static struct script script_sem_release = {
+	.gives_back = true,
 	.text = LEAVE_PLACE "wake_next(n and math.max(n - live, 1) or 1)\n"
 			    "return 1\n",
 };

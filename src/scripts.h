@@ -14,6 +14,7 @@
 struct script {
 	const char *text;
 	bool writes;             /* what it writes must reach the replicas (--wait-replicas) */
+	bool gives_back;         /* a release: it changes the lock, but need not reach them */
 	char sha[SHA1_HEX_SIZE]; /* its digest, filled in by scripts_init */
 };
 

@@ -229,6 +229,40 @@ fail_over_without_key() {
 	grep -q "lost the lock on job: it was gone when the command ended; the master of '$SENTINEL_MASTER' moved from 127.0.0.1:$old to 127.0.0.1:$(redis_port m2) (a Sentinel failover)" "$dir/err"
 }
 
+@test "a release sent just after the Sentinels moved to a master without the lock: 76, naming it" {
+	local old
+	old=$(redis_port m1)
+	"$RR" -t 30s job -- sh -c 'touch "$1/job"; until [ -e "$1/go" ]; do sleep 0.01; done' sh \
+		"$dir" 2>"$dir/job.err" &
+	local job=$!
+	"$RR" -t 30s -l 2 sem -- sh -c 'touch "$1/sem"; until [ -e "$1/go" ]; do sleep 0.01; done' \
+		sh "$dir" 2>"$dir/sem.err" &
+	local sem=$!
+	wait_until 5 test -e "$dir/job" -a -e "$dir/sem"
+	# The moment after a failover: m2, promoted without the last writes (replication is
+	# asynchronous), is the master the Sentinels name, while m1 still takes writes (until
+	# they demote it; here they no longer watch it). The releases go out within a second
+	# of the grants, before the next look at the Sentinels that a request makes: to m1.
+	# (Without sem's fence counter either, m2 is no server that lost its data.)
+	rcli_on m2 config set replica-read-only no >/dev/null
+	rcli_on m2 del job sem '{sem}:fence' >/dev/null
+	rcli_on m2 replicaof no one >/dev/null
+	local i
+	for i in 1 2 3; do
+		scli "s$i" sentinel remove "$SENTINEL_MASTER" >/dev/null
+		scli "s$i" sentinel monitor "$SENTINEL_MASTER" 127.0.0.1 "$(redis_port m2)" 2 >/dev/null
+	done
+	touch "$dir/go"
+	reap "$job"
+	local job_status=$status
+	reap "$sem"
+	cat "$dir/job.err" "$dir/sem.err"
+	assert_equal "$job_status $status" "76 76"
+	local moved="the master of '$SENTINEL_MASTER' moved from 127.0.0.1:$old to 127.0.0.1:$(redis_port m2) (a Sentinel failover)"
+	grep -qF "lost the lock on job: it was gone when the command ended; $moved" "$dir/job.err"
+	grep -qF "lost the lock on sem: it was gone when the command ended; $moved" "$dir/sem.err"
+}
+
 @test "a failover that lost the fence's last increments: fences never repeat nor go back" {
 	local old f1 f2 f3 f4
 	old=$(redis_port m1)
