@@ -39,6 +39,10 @@
  * lock leaves nothing behind for longer (DESIGN §3). */
 #define FENCE_KEEP_MS "3600000"
 
+/* How long a broken holder's mark outlives the lease it broke (ms): a release that a failover or
+ * a frozen server delays past that lease (by LOCK_OUTAGE at most) still learns of the break. */
+#define BROKEN_KEEP_MS "60000"
+
 /*
  * `fence()`: this acquisition's fence, max(the stored one + 1, the server's clock in µs),
  * stored back in KEYS[2] for FENCE_KEEP_MS, or the lease (`ttl`) when that is longer. It grows
@@ -827,20 +831,20 @@ struct script script_query = {
  * after a space the holder the user was shown and said yes to, if any (one argument: a call
  * stays within ten, see script_acquire); without it, whoever holds the lock is broken.
  *
- * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with
- * who broke the lock, for as long as their leases could last: their renewals and releases find
- * it there and say so (see NOT_OURS). The fence moves on, past the broken holders', as an
- * acquisition moves it (see FENCE), so that a fenced resource refuses what they still send; and
- * the line is woken, as by a release, and 15 waiters more: each looks again, and the first
- * that is alive takes the lock at once, or, behind waiters that were killed, once the handoff's
- * time given to them is over (a release wakes only those it makes room for: a waiter killed at
- * the front holds the others back until they look again, see LINE; a line that keeps no order
- * is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
- * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody
- * holds KEY (the line is woken all the same: a free lock whose next waiter was not woken is a
- * stuck line); {2, a holder} when the holder shown is not among them any more, nor kept by
- * --min-hold (it finished, and someone else took the lock): nothing is broken; an error
- * "FOREIGN what" when KEY is not a lock (see ALIEN).
+ * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with who broke the
+ * lock, for as long as their leases could last and a minute more (BROKEN_KEEP_MS): their renewals
+ * and releases find it there and say so (see NOT_OURS). The fence moves on, past the broken
+ * holders', as an acquisition moves it (see FENCE), so that a fenced resource refuses what they
+ * still send; and the line is woken, as by a release, and 15 waiters more: each looks again, and
+ * the first that is alive takes the lock at once, or, behind waiters that were killed, once the
+ * handoff's time given to them is over (a release wakes only those it makes room for: a waiter
+ * killed at the front holds the others back until they look again, see LINE; a line that keeps no
+ * order is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
+ * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody holds
+ * KEY (the line is woken all the same: a free lock whose next waiter was not woken is a stuck
+ * line); {2, a holder} when the holder shown is not among them any more, nor kept by --min-hold
+ * (it finished, and someone else took the lock): nothing is broken; an error "FOREIGN what" when
+ * KEY is not a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
@@ -873,7 +877,8 @@ struct script script_break = {
 		"local before = redis.call('GET', KEYS[2]) or false\n"
 		"redis.call('DEL', KEYS[1])\n"
 		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, by) end\n"
-		"if redis.call('PTTL', KEYS[6]) < ttl then redis.call('PEXPIRE', KEYS[6], ttl) end\n"
+		"local keep = ttl + " BROKEN_KEEP_MS "\n"
+		"if redis.call('PTTL', KEYS[6]) < keep then redis.call('PEXPIRE', KEYS[6], keep) end\n"
 		"local t = redis.call('TIME')\n"
 		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"
 		"redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX',\n"

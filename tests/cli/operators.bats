@@ -305,6 +305,29 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
 }
 
+@test "--break, then the holder's release answered after its lease ran out (a frozen server): 76, naming who broke it" {
+	"$RR" -t 2s --connect-timeout 60s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.01; done" \
+		2>"$dir/holder.err" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	run -0 "$RR" --break --yes job
+	# The mark outlives the broken lease (2s at most) by a minute.
+	(($(rcli pttl '{job}:broken') > 60000))
+	# The server freezes, most likely before the holder's next renewal finds the break
+	# (it may find it first: the holder then stops at once), and the release waits there
+	# until the broken lease is long over.
+	local until=$(($(now_ms) + 3000))
+	kill -STOP "$(redis_pid main)"
+	touch "$dir/go"
+	past() { (($(now_ms) > until)); }
+	wait_until 10 past
+	kill -CONT "$(redis_pid main)"
+	reap "$holder"
+	assert_equal "$status" 76
+	run cat "$dir/holder.err"
+	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\)(;| before the command ended)"
+}
+
 # join_line N ARGS...: a waiter of job that runs ARGS (after job; options before it in the
 # array line_opts), the Nth in line once this returns; its pid in $waiter.
 line_opts=()
