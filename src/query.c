@@ -683,7 +683,7 @@ query_break(const struct opts *o)
 	/* The KEY as shown: its control characters as '?' (msg_printable). */
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
-	bool taken, unheard = false, broke = false, changed = false;
+	bool taken, unheard = false, broke = false, changed = false, gone = false;
 	int64_t left = 0; /* of the broken lease, where it was longest */
 
 	if (!o->yes) {
@@ -728,9 +728,16 @@ query_break(const struct opts *o)
 		unheard = unheard || node[i].unheard;
 		broke = broke || node[i].broke;
 		changed = changed || node[i].changed;
-		/* (A lock that --min-hold keeps has no command running.) */
-		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder)))
-			left = time_max(left, node[i].left);
+		/* (A lock that --min-hold keeps has no command running, nor has a holder whose
+		 * process is gone from this host.) */
+		const char *process = lock_value_process(node[i].holder, here);
+		bool dead = node[i].holders == 1 && process && !strcmp(process, "gone");
+		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder))) {
+			if (dead)
+				gone = true;
+			else
+				left = time_max(left, node[i].left);
+		}
 		if (node[i].answered)
 			text_breaking(stdout, prefix, shown, &node[i]);
 		else if (nodes_count(ns) > 1 || status == 0)
@@ -740,6 +747,8 @@ query_break(const struct opts *o)
 					  "there)"
 					: "");
 	}
+	if (gone && left == 0)
+		fputs("its process is gone from this host: nothing of it runs on\n", stdout);
 	if (left > 0) {
 		char within[32];
 		/* It learns at its next renewal; meanwhile the next holder may run beside it. */

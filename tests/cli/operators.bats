@@ -147,6 +147,11 @@ assert 590000 < o["ttl_ms"] <= 600000, o'
 	assert_equal "$(echo "$output" | python3 -c 'import json, sys; print(json.load(sys.stdin)["process"])')" gone
 	run -0 "$RR" --list
 	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$holder \(gone\) +[0-9.]+m?s +[0-9.]+s "
+	# Broken, it has no command left that would run on until a renewal.
+	run -0 "$RR" --break --yes job
+	assert_line --index 0 --regexp "^broke job, held by $(hostname):$holder "
+	assert_line --index 1 "its process is gone from this host: nothing of it runs on"
+	assert_equal "${#lines[@]}" 2
 }
 
 @test "--status of a holder killed and not reaped yet (a zombie): gone too" {
