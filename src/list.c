@@ -204,7 +204,8 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
  * A cluster's masters, from CLUSTER SLOTS asked of node 0 (a cluster's seed, or a server that
  * may be a cluster's node): each one's URL, the node's own with that master's address, into m
  * (at most max). How many: 0 when the server is not in a cluster (it refuses CLUSTER), or -1
- * when it did not answer (error says why).
+ * when it did not answer, or when a cluster's seed refused (a user not allowed CLUSTER SLOTS:
+ * the seed's keys alone would be a list silently short of the others'); error says why.
  */
 static int
 masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, size_t max,
@@ -216,7 +217,7 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 	size_t count = 0;
 
 	if (!r)
-		return refused ? 0 : -1;
+		return refused && !cluster->cluster ? 0 : -1;
 	for (size_t s = 0; reply_type(r) == REPLY_ARRAY && s < reply_count(r); s++) {
 		const struct reply *range = reply_element(r, s), *owner;
 		const char *host;

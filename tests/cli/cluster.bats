@@ -364,6 +364,19 @@ no_overlap() {
 	wait "${pids[0]}" "${pids[2]}" || true
 }
 
+@test "--list as a user not allowed CLUSTER SLOTS: 69 and why, never the seed's locks alone" {
+	local m seed
+	for m in $(cluster_masters); do
+		rcli_on "$m" acl setuser lister on '>pw' '~*' +@all -cluster >/dev/null
+	done
+	seed=$(cluster_masters | head -1)
+	run --separate-stderr "$RR" -r "redis+cluster://lister:pw@127.0.0.1:$(redis_port "$seed")" --list
+	for m in $(cluster_masters); do rcli_on "$m" acl deluser lister >/dev/null; done
+	assert_equal "$status" 69
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^redlock-run: cannot list the locks: 127\.0\.0\.1:[0-9]+ refused CLUSTER: NOPERM"
+}
+
 @test "CLUSTER FAILOVER while a command holds the lock: it runs on and releases on the new master" {
 	local m key replica
 	m=$(cluster_masters | head -1)
