@@ -16,6 +16,7 @@
 #include "acquisition.h"
 #include "duration.h"
 #include "msg.h"
+#include "names.h"
 #include "nodes.h"
 #include "proc.h"
 #include "scripts.h"
@@ -126,13 +127,13 @@ lock_init(struct lock *l, const char *key, int64_t ttl)
 	l->io_timeout = LOCK_IO_TIMEOUT;
 	l->connect_timeout = LOCK_IO_TIMEOUT;
 	l->token_suffix = "";
-	if (!(l->fence_key = lock_aux_key(key, ":fence")) ||
-	    !(l->wake_key = lock_aux_key(key, ":wake")) ||
-	    !(l->waiting_key = lock_aux_key(key, ":waiting")) ||
-	    !(l->shared_wake_key = lock_aux_key(key, ":wake-shared")) ||
-	    !(l->queue_key = lock_aux_key(key, ":queue")) ||
+	if (!(l->fence_key = lock_aux_key(key, NAME_FENCE)) ||
+	    !(l->wake_key = lock_aux_key(key, NAME_WAKE)) ||
+	    !(l->waiting_key = lock_aux_key(key, NAME_WAITING)) ||
+	    !(l->shared_wake_key = lock_aux_key(key, NAME_WAKE_SHARED)) ||
+	    !(l->queue_key = lock_aux_key(key, NAME_QUEUE)) ||
 	    !(l->own_wake_key = malloc(strlen(l->wake_key) + sizeof(l->value) + 1)) ||
-	    !(l->broken_key = lock_aux_key(key, ":broken")))
+	    !(l->broken_key = lock_aux_key(key, NAME_BROKEN)))
 		return -1;
 	if (make_token(l) < 0)
 		return -1;
