@@ -172,6 +172,7 @@ static struct {
 	} sessions[8];
 	unsigned next_session; /* the slot to reuse when all are taken */
 	bool with_cert;        /* a client certificate is given (--cert) */
+	char cas[300];         /* the CAs trusted instead of the system's (--cacert...), or "" */
 } tls = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct tls {
@@ -315,6 +316,8 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 		snprintf(tls.sni, sizeof(tls.sni), "%s", cfg->sni);
 
 	if (cfg && (cfg->cacert || cfg->cacertdir)) {
+		snprintf(tls.cas, sizeof(tls.cas), "%s",
+			 cfg->cacert ? cfg->cacert : cfg->cacertdir);
 		if (p_SSL_CTX_load_verify_locations(tls.ctx, cfg->cacert, cfg->cacertdir) != 1) {
 			snprintf(err, size, "cannot use the CA certificates in %s: %s",
 				 cfg->cacert ? cfg->cacert : cfg->cacertdir,
@@ -513,10 +516,16 @@ explain_verification(struct tls *t, long result, char *err, size_t size)
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
 	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-		snprintf(err, size,
-			 "the certificate is not signed by a trusted CA (%s; name the "
-			 "CA with --cacert)",
-			 p_X509_verify_cert_error_string(result));
+		if (tls.cas[0])
+			snprintf(err, size,
+				 "the certificate is not signed by a CA in %s (%s; is that the "
+				 "CA that signed the server's?)",
+				 tls.cas, p_X509_verify_cert_error_string(result));
+		else
+			snprintf(err, size,
+				 "the certificate is not signed by a trusted CA (%s; name the "
+				 "CA with --cacert)",
+				 p_X509_verify_cert_error_string(result));
 		break;
 	default:
 		snprintf(err, size, "the certificate was refused: %s",

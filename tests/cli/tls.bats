@@ -117,6 +117,10 @@ sentinel_knows_tls() {
 	run --separate-stderr env -u REDLOCK_CACERT "$RR" job -- echo never
 	assert_equal "$status" 69
 	assert_equal "$stderr" "redlock-run: TLS with localhost:$port refused: the certificate is not signed by a trusted CA (self-signed certificate in certificate chain; name the CA with --cacert)"
+	# A CA was named, the wrong one: no advice to name one.
+	run --separate-stderr "$RR" --cacert "$certs/rogue.crt" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: TLS with localhost:$port refused: the certificate is not signed by a CA in $certs/rogue.crt (self-signed certificate in certificate chain; is that the CA that signed the server's?)"
 	redis_start_tls other other
 	run --separate-stderr "$RR" -r "rediss://localhost:$(redis_port other)" job -- echo never
 	assert_equal "$status" 69
@@ -323,5 +327,5 @@ while True:
 	REDLOCK_CACERT=$certs/rogue.crt run -69 "$RR" -r "$url" -n job -- echo never
 	refute_output --partial never
 	assert_output --partial "no Sentinel of master 'main' could be asked: TLS with 127.0.0.1:"
-	assert_output --partial "not signed by a trusted CA"
+	assert_output --partial "not signed by a CA in $certs/rogue.crt"
 }
