@@ -206,9 +206,15 @@ count_answer(struct lock *l, struct nodes *ns, struct acquisition *q, struct rou
 		if (a->result == CONN_TIMEOUT && !nodes_reached(ns, i) &&
 		    strncmp(nodes_error(ns, i), "no reply from ", 14) == 0) {
 			char line[400], within[32];
-			snprintf(line, sizeof(line), "%s (--connect-timeout %s)",
-				 nodes_error(ns, i),
-				 duration_format(l->connect_timeout, within, sizeof(within)));
+			/* Which bounded the request's time: -w, or the timeout (a server never
+			 * reached is given --connect-timeout; see due_from). */
+			bool waited =
+				q->io_cap < time_add(nodes_sent(ns, i),
+						     time_min(l->io_timeout, l->connect_timeout));
+			snprintf(line, sizeof(line), "%s (%s %s)", nodes_error(ns, i),
+				 waited ? "-w" : "--connect-timeout",
+				 duration_format(waited ? q->wait : l->connect_timeout, within,
+						 sizeof(within)));
 			failures_add(&rd->why, line);
 		} else {
 			failures_add(&rd->why, nodes_error(ns, i));

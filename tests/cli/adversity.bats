@@ -360,15 +360,24 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_equal "$stderr" "redlock-run: lost the lock on job: it was gone when the command ended"
 }
 
-@test "a request a frozen server sat on: 69 at --connect-timeout, and said that a lock it takes expires" {
+@test "a request a frozen server sat on: 69 at --connect-timeout (or -w), and said that a lock it takes expires" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
 	"$RR" warm-up -- true # (the scripts cached: the request carried out later takes the lock)
 	kill -STOP "$(redis_pid a)"
 	run --separate-stderr "$RR" --connect-timeout 300ms -t 5s -n job -- echo never
+	local timed_out=$status stderr_timed_out=$stderr
+	# A -w shorter than the timeout is what ends the wait for the answer: said so; a
+	# longer one is not.
+	run --separate-stderr "$RR" --connect-timeout 300ms -w 1s -t 5s job -- echo never
+	local stderr_longer=${stderr_lines[0]}
+	run --separate-stderr "$RR" -w 300ms -t 5s job -- echo never
 	kill -CONT "$(redis_pid a)"
+	assert_equal "$stderr_longer" "redlock-run: no reply from $(redis_sock a) in time (--connect-timeout 300ms); trying again until the wait ends"
+	assert_equal "$timed_out" 69
+	assert_equal "$stderr_timed_out" "redlock-run: no reply from $(redis_sock a) in time (--connect-timeout 300ms); if the lock was taken, it expires within 5s"
 	assert_equal "$status" 69
-	assert_equal "$stderr" "redlock-run: no reply from $(redis_sock a) in time (--connect-timeout 300ms); if the lock was taken, it expires within 5s"
+	assert_equal "$stderr" "redlock-run: no reply from $(redis_sock a) in time (-w 300ms); if the lock was taken, it expires within 5s"
 	# Thawed, the server carries the request out: the lock is taken, by a run that is gone,
 	# and expires by itself within the lease.
 	wait_until 5 held_on a job
