@@ -638,6 +638,12 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 			if (!(u->password = strdup(password)))
 				out = usage_error(err, size, "out of memory");
 			u->password_from = o->password_from;
+		} else if (out == OPTS_RUN && u->password) {
+			/* The URL's own goes first: a refusal says so, and what it went before. */
+			snprintf(o->url_password_from, sizeof(o->url_password_from), "the URL%s%s",
+				 password ? ", which goes before " : "",
+				 password ? o->password_from : "");
+			u->password_from = o->url_password_from;
 		}
 		if (out == OPTS_RUN && u->master && sentinel_credentials(u) < 0)
 			out = usage_error(err, size, "out of memory");

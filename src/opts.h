@@ -38,10 +38,11 @@ struct opts {
 	char **command;                      /* COMMAND's argv, NULL-terminated */
 	struct redis_url urls[URL_LIST_MAX]; /* the servers: one, or a Redlock quorum */
 	size_t nurls;
-	char password_from[4200]; /* where the URLs' password came from, when not from them */
-	int64_t ttl;              /* the lease, in ns */
-	int64_t wait;             /* how long to wait for the lock: ns, 0 (-n), or forever */
-	int conflict_status;      /* -E */
+	char password_from[4200];     /* where the URLs' password came from, when not from them */
+	char url_password_from[4250]; /* a URL's own: "the URL", and what it went before */
+	int64_t ttl;                  /* the lease, in ns */
+	int64_t wait;                 /* how long to wait for the lock: ns, 0 (-n), or forever */
+	int conflict_status;          /* -E */
 	enum on_lost on_lost;
 	int64_t grace;            /* SIGTERM to SIGKILL; default the smaller of 5s and TTL/3 */
 	int64_t max_hold;         /* 0: no limit */

@@ -274,6 +274,12 @@ section() {
 	run --separate-stderr "$REDLOCK_RUN" --password-file "$BATS_TEST_TMPDIR/secret" -r "$url" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *"; the password came from --password-file $BATS_TEST_TMPDIR/secret" ]]
+	# The URL's own goes first, and a refusal says so.
+	echo 'right horse' >"$BATS_TEST_TMPDIR/secret"
+	run --separate-stderr "$REDLOCK_RUN" --password-file "$BATS_TEST_TMPDIR/secret" \
+		-r "unix://:battery@$(redis_sock locked)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *"; the password came from the URL, which goes before --password-file $BATS_TEST_TMPDIR/secret" ]]
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD or in the URL" ]]

@@ -372,7 +372,7 @@ main(void)
 	DONE();
 	CHECK_INT(PARSE("-r", "redis://:in-url@h", "k", "true"), OPTS_RUN);
 	CHECK_STR(o.urls[0].password, "in-url");
-	CHECK(o.urls[0].password_from == NULL);
+	CHECK_STR(o.urls[0].password_from, "the URL, which goes before $REDLOCK_PASSWORD");
 	DONE();
 	/* A Kubernetes Secret made from a file ends with a line feed, which is no part of the
 	 * password. */
