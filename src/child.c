@@ -223,6 +223,40 @@ child_guard_until(struct child *ch, int64_t deadline)
 		ch->guard_until = deadline;
 }
 
+/*
+ * Whether name (a path, or a command found in $PATH) is a file whose "#!" line names an
+ * interpreter that is not there, as execve's ENOENT then says: "its interpreter INTERPRETER
+ * (#!) was not found" into buf.
+ */
+static bool
+missing_interpreter(const char *name, char *buf, size_t size)
+{
+	char path[PATH_MAX], line[PATH_MAX + 2];
+	const char *dirs = strchr(name, '/') ? "" : getenv("PATH");
+	struct stat st;
+	FILE *f = NULL;
+
+	/* The file execvp ran: name itself, or the first of $PATH's that is there. */
+	for (const char *d = dirs; d && !f;) {
+		size_t len = strcspn(d, ":");
+		snprintf(path, sizeof(path), "%.*s%s%s", (int)len, d, len ? "/" : "", name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			f = fopen(path, "re");
+		d = d[len] ? d + len + 1 : NULL;
+	}
+	if (!f)
+		return false;
+	bool script = fgets(line, sizeof(line), f) && strncmp(line, "#!", 2) == 0;
+	fclose(f);
+	if (!script)
+		return false;
+	/* "#! /usr/bin/env python3": the interpreter is the first word. */
+	char *start = line + 2 + strspn(line + 2, " \t");
+	start[strcspn(start, " \t\r\n")] = '\0';
+	snprintf(buf, size, "its interpreter %s (#!) was not found", start);
+	return *start != '\0';
+}
+
 int
 child_spawn(struct child *ch, char *const argv[], char *const envp[], const struct signals *sig)
 {
@@ -263,13 +297,17 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 		/* The guard is gone: nothing to tell it. */
 	}
 	if (exec_errno) {
-		char buf[128];
+		char buf[PATH_MAX + 64];
 		struct stat st;
-		/* As a shell says it: a directory is one, and an empty name is shown as such. */
-		const char *why = exec_errno == EACCES && strchr(argv[0], '/') &&
-						  stat(argv[0], &st) == 0 && S_ISDIR(st.st_mode)
-					  ? "is a directory"
-					  : msg_strerror(exec_errno, buf, sizeof(buf));
+		/* As a shell says it: a directory is one, and an empty name is shown as such; a
+		 * script that is there names the interpreter that is not. */
+		const char *why =
+			exec_errno == EACCES && strchr(argv[0], '/') && stat(argv[0], &st) == 0 &&
+					S_ISDIR(st.st_mode)
+				? "is a directory"
+			: exec_errno == ENOENT && missing_interpreter(argv[0], buf, sizeof(buf))
+				? buf
+				: msg_strerror(exec_errno, buf, sizeof(buf));
 		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY. */
 		msg_error("cannot run %s: %s%s", argv[0][0] ? argv[0] : "''", why,
 			  argv[0][0] == '-' ? " (options go before KEY)" : "");

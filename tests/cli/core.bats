@@ -139,6 +139,13 @@ section() {
 	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR: is a directory"
 	run -127 --separate-stderr "$RR" job -- ''
 	assert_equal "$stderr" "redlock-run: cannot run '': no such file or directory"
+	# A script that is there, whose interpreter is not: named, by path or through $PATH.
+	printf '#! /nonexistent/python -u\nprint(1)\n' >"$BATS_TEST_TMPDIR/py-job"
+	chmod +x "$BATS_TEST_TMPDIR/py-job"
+	run -127 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR/py-job"
+	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/py-job: its interpreter /nonexistent/python (#!) was not found"
+	run -127 --separate-stderr env PATH="$BATS_TEST_TMPDIR:$PATH" "$RR" job -- py-job
+	assert_equal "$stderr" "redlock-run: cannot run py-job: its interpreter /nonexistent/python (#!) was not found"
 	run rcli exists job
 	assert_output 0
 }
