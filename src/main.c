@@ -22,6 +22,7 @@
 #include "query.h"
 #include "signals.h"
 #include "supervise.h"
+#include "util.h"
 #include "watchdog.h"
 
 static _Noreturn void
@@ -239,20 +240,25 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	}
 }
 
-/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE, and
- * for a semaphore or shared lock REDLOCK_HOLDERS, whose strings are left in vars (for the caller to
- * free, as the array returned). */
+/* The command's environment: ours, plus REDLOCK_KEY, REDLOCK_TOKEN and REDLOCK_FENCE, for a
+ * semaphore or shared lock REDLOCK_HOLDERS, and REDLOCK_PREFIX, whose strings are
+ * left in vars (for the caller to free, as the array returned). REDLOCK_KEY is KEY as given and
+ * REDLOCK_PREFIX the prefix beside it, so that a redlock-run inside the command names the same
+ * lock with "$REDLOCK_KEY" (and its own locks in the same namespace). */
 static char **
-command_environment(const struct lock *l, char *vars[4])
+command_environment(const struct lock *l, const struct opts *o, char *vars[5])
 {
-	size_t n = l->limit > 1 || l->shared ? 4 : 3;
+	int n = 3;
+	bool ok = asprintf(&vars[0], "REDLOCK_KEY=%s", o->name) >= 0 &&
+		  asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) >= 0 &&
+		  asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) >= 0;
 
-	if (asprintf(&vars[0], "REDLOCK_KEY=%s", l->key) < 0 ||
-	    asprintf(&vars[1], "REDLOCK_TOKEN=%s", l->value) < 0 ||
-	    asprintf(&vars[2], "REDLOCK_FENCE=%lld", l->fence) < 0 ||
-	    (n == 4 && asprintf(&vars[3], "REDLOCK_HOLDERS=%lld", l->holders) < 0))
-		return NULL;
-	return child_environment(environ, vars, n);
+	if (ok && (l->limit > 1 || l->shared))
+		ok = asprintf(&vars[n++], "REDLOCK_HOLDERS=%lld", l->holders) >= 0;
+	/* (Empty when there is none: an inherited one may not be what this run used.) */
+	if (ok)
+		ok = asprintf(&vars[n++], "REDLOCK_PREFIX=%s", o->prefix ? o->prefix : "") >= 0;
+	return ok ? child_environment(environ, vars, n) : NULL;
 }
 
 /* Nothing can run under the lock (no memory, thread or process): give it back and exit. */
@@ -278,7 +284,7 @@ main(int argc, char *argv[])
 	struct child child;
 	struct watchdog *wd;
 	struct outcome out;
-	char err[512], asked[320], **env, *vars[4] = { NULL, NULL, NULL, NULL };
+	char err[512], asked[320], **env, *vars[5] = { NULL };
 
 	switch (opts_parse(&o, argc, argv, err, sizeof(err))) {
 	case OPTS_HELP:
@@ -348,7 +354,7 @@ main(int argc, char *argv[])
 		snprintf(asked, sizeof(asked), "%s", nodes_address(nodes, 0));
 	else
 		snprintf(asked, sizeof(asked), "a quorum of the %zu servers", nodes_count(nodes));
-	env = command_environment(&lock, vars);
+	env = command_environment(&lock, &o, vars);
 	wd = env ? watchdog_new(&lock, nodes) : NULL;
 	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
 		abandon(&lock, nodes, wd, &child, "cannot start the command");
@@ -382,7 +388,7 @@ main(int argc, char *argv[])
 	nodes_free(nodes);
 	lock_free(&lock);
 	free(env);
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < ARRAY_LEN(vars); i++)
 		free(vars[i]);
 	opts_free(&o);
 	if (out.signal)

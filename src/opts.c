@@ -887,8 +887,9 @@ again:
 		prefix = getenv("REDLOCK_PREFIX");
 		prefix_from = "$REDLOCK_PREFIX";
 	}
-	const char *given = o->key; /* KEY as written, before the prefix */
+	const char *given = o->name = o->key; /* KEY as written, before the prefix */
 	if (prefix && *prefix) {
+		o->prefix = prefix;
 		/* The name in Redis, which every message and every helper key uses; for --list, a
 		 * pattern in which the prefix stands for itself, glob characters and all. */
 		char quoted[2 * sizeof(o->prefixed_key)]; /* whole, whenever the name fits */

@@ -101,6 +101,18 @@ foreign() {
 	REDLOCK_PREFIX='a}' run -64 "$RR" job -- true
 	assert_output --partial "KEY 'a}job' (\$REDLOCK_PREFIX 'a}' and 'job') has a '}'"
 	assert_output --partial "such as REDLOCK_PREFIX='{locks}a}'"
+	# The command gets KEY as given and the prefix beside it: a redlock-run inside it names
+	# the same lock with "$REDLOCK_KEY", and its own in the same namespace.
+	run -0 "$RR" --prefix team: job -- sh -c 'echo "$REDLOCK_KEY $REDLOCK_PREFIX"; "$1" --status "$REDLOCK_KEY"; "$1" -n other -- sh -c "echo \$REDLOCK_PREFIX\$REDLOCK_KEY"' sh "$RR"
+	assert_line --index 0 "job team:"
+	assert_line --index 1 --regexp "^team:job is held by $(hostname):[0-9]+ "
+	assert_line --index 2 "team:other"
+	REDLOCK_PREFIX=team: run -0 "$RR" job -- sh -c '"$1" --status "$REDLOCK_KEY"; true' sh "$RR"
+	assert_output --regexp "^team:job is held by "
+	# An inherited prefix that this run did not use (an empty --prefix is none) is not passed on.
+	REDLOCK_PREFIX=team: run -0 "$RR" --prefix '' job -- sh -c 'echo "[$REDLOCK_PREFIX]"; "$1" --status "$REDLOCK_KEY"; true' sh "$RR"
+	assert_line --index 0 "[]"
+	assert_line --index 1 --regexp "^job is held by "
 	# An empty prefix is none.
 	REDLOCK_PREFIX= run -0 "$RR" job -- true
 	# --list takes the prefix as it is, a glob character in it included: its own namespace.
