@@ -5,12 +5,14 @@
  */
 #include "query.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
+#include "names.h"
 #include "util.h"
 
 /* The names found (several servers may hold one: sorted and made unique at the end). */
@@ -138,23 +140,46 @@ add_tokens(struct nodes *ns, size_t i, const struct reply *keys, int64_t timeout
 }
 
 /*
+ * The lock whose line a key of len bytes is ("{x}:waiting" is x's, "{t}x:waiting" {t}x's), into
+ * buf when its name matches pattern; false otherwise.
+ */
+static bool
+line_of(const char *key, size_t len, const char *pattern, char *buf, size_t size)
+{
+	size_t end = strlen(NAME_WAITING);
+
+	if (len <= end || len - end >= size || memcmp(key + len - end, NAME_WAITING, end) != 0 ||
+	    memchr(key, '\0', len))
+		return false;
+	len -= end;
+	/* Braces around a whole name without a '}' are the tag lock_aux_key gave it. */
+	bool braced =
+		len > 2 && key[0] == '{' && key[len - 1] == '}' && !memchr(key + 1, '}', len - 2);
+	snprintf(buf, size, "%.*s", (int)(braced ? len - 2 : len), key + braced);
+	return fnmatch(pattern, buf, 0) == 0;
+}
+
+/*
  * Adds the names on node i that match pattern to *n: SCAN, never KEYS, which would block the
  * server for as long as it reads them all; only strings that may be tokens (add_tokens), and
- * sorted sets, the types of a lock. 0, or -1 with error set.
+ * sorted sets, the types of a lock; then the locks whose lines wait (a free lock may have one,
+ * whose next waiter was not woken). 0, or -1 with error set.
  */
 static int
 scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n, char *error,
      size_t size)
 {
-	static const char *const types[] = { "string", "zset" };
+	static const char *const types[] = { "string", "zset", "zset" };
 	char at[300] = ""; /* the server the cursor is of, once it answered */
 
-	for (size_t t = 0; t < 2; t++) {
-		bool strings = strcmp(types[t], "string") == 0;
+	for (size_t t = 0; t < ARRAY_LEN(types); t++) {
+		bool strings = strcmp(types[t], "string") == 0, lines = t == 2;
 		char cursor[32] = "0";
 		do {
-			const char *argv[] = { "SCAN",  cursor, "MATCH", pattern,
-					       "COUNT", "1000", "TYPE",  types[t] };
+			const char *argv[] = { "SCAN",  cursor,
+					       "MATCH", lines ? "*" NAME_WAITING : pattern,
+					       "COUNT", "1000",
+					       "TYPE",  types[t] };
 			bool refused;
 			/* Each page in its own time: a large keyspace takes many. */
 			struct reply *r =
@@ -190,7 +215,12 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 			}
 			for (size_t k = 0; !strings && k < reply_count(keys); k++) {
 				size_t len;
+				char name[1024];
 				const char *key = reply_string(reply_element(keys, k), &len);
+				if (key && lines && line_of(key, len, pattern, name, sizeof(name)))
+					key = name, len = strlen(name);
+				else if (lines)
+					continue;
 				if (key && names_add(n, key, len) < 0)
 					msg_fatal(STATUS_OSERR, "out of memory");
 			}
@@ -293,7 +323,7 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 			 strcmp(lock_discipline_of(st->value), "latest") == 0 ? "latest"
 									      : "exclusive");
 	lock_describe_holder(st->value, holder, sizeof(holder));
-	snprintf(who, sizeof(who), "%s%s", holder, holder_mark(st));
+	snprintf(who, sizeof(who), "%s%s", st->value[0] ? holder : "(free)", holder_mark(st));
 	if ((st->shared || st->limit) && st->holders > 1)
 		snprintf(who + strlen(who), sizeof(who) - strlen(who), " +%zu", st->holders - 1);
 	if (st->held_for >= 0)
@@ -309,7 +339,7 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 }
 
 /* Whether a state read from a key is one of redlock-run's locks, held: a token with an expiry,
- * or a semaphore's or shared lock's holders. */
+ * or a semaphore's or shared lock's holders; or, free, one that a line waits for. */
 static bool
 a_lock(const struct lock_state *st)
 {
@@ -317,9 +347,10 @@ a_lock(const struct lock_state *st)
 	long pid;
 
 	if (st->limit || st->shared)
-		return st->holders > 0;
-	return st->held && st->ttl >= 0 &&
-	       lock_parse_holder(st->value, host, sizeof(host), &pid) == 0;
+		return st->holders > 0 || st->waiting > 0;
+	return (st->held && st->ttl >= 0 &&
+		lock_parse_holder(st->value, host, sizeof(host), &pid) == 0) ||
+	       (!st->value[0] && st->waiting > 0);
 }
 
 /* Whether a server said that the key holds something redlock-run did not write (one of a
