@@ -993,11 +993,15 @@ again:
 			o->limit, nurls, o->limit);
 	} else if (out == OPTS_RUN && o->queue_given && o->nurls > 1) {
 		opts_free(o);
-		out = usage_error(err, size,
-				  "--queue with %zu servers: each server of a quorum sees arrivals "
-				  "in an order of its own; use one server (a Sentinel or a cluster "
-				  "URL counts as one)",
-				  nurls);
+		out = usage_error(
+			err, size,
+			"--queue %s with %zu servers: each server of a quorum sees "
+			"arrivals in an order of its own; use one server (a Sentinel or a "
+			"cluster URL counts as one)%s",
+			o->latest ? "latest" : "fifo", nurls,
+			o->latest ? ""
+				  : ", or leave --queue out: waiters then take the "
+				    "lock as they come, in no order");
 	} else if (out == OPTS_RUN && o->latest && (o->shared || o->limit > 1)) {
 		opts_free(o);
 		out = usage_error(err, size, "--queue latest is for a lock: not with %s",

@@ -460,8 +460,12 @@ main(void)
 		"true");
 	REFUSED("--queue latest is for a lock: not with --limit", "--queue", "latest", "-l", "3",
 		"k", "true");
-	REFUSED("--queue with 2 servers", "--queue", "fifo", "-r", "redis://a", "-r", "redis://b",
-		"k", "true");
+	REFUSED("--queue fifo with 2 servers", "--queue", "fifo", "-r", "redis://a", "-r",
+		"redis://b", "k", "true");
+	REFUSED("or leave --queue out: waiters then take the lock as they come, in no order",
+		"--queue", "fifo", "-r", "redis://a", "-r", "redis://b", "k", "true");
+	REFUSED("--queue latest with 2 servers", "--queue", "latest", "-r", "redis://a", "-r",
+		"redis://b", "k", "true");
 
 	/* --wait-replicas N[,TIMEOUT]: TTL/10 by default, at most a third of the TTL. */
 	CHECK_INT(PARSE("--wait-replicas", "2", "-t", "10s", "k", "true"), OPTS_RUN);
