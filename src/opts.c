@@ -12,7 +12,6 @@
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
-#include "names.h"
 #include "util.h"
 
 enum {
@@ -325,50 +324,6 @@ one_slot(const char *key)
 	const char *close = open ? strchr(open + 1, '}') : NULL;
 
 	return (close && close > open + 1) || !strchr(key, '}');
-}
-
-/* Whether the first len bytes of key hold a hash tag: a '{', then a '}', something between. */
-static bool
-tagged(const char *key, size_t len)
-{
-	const char *open = memchr(key, '{', len);
-	const char *close = open ? memchr(open + 1, '}', len - (size_t)(open + 1 - key)) : NULL;
-
-	return close && close > open + 1;
-}
-
-/*
- * Whether KEY is a name that another lock gives one of its helper keys, or shares them all
- * (see lock_aux_key): "{x}" has the helper keys of "x", whose tag is braces around the whole
- * name, and "{x}:queue" is the line of x. The other lock's name into owner, and what KEY
- * could be instead into instead.
- */
-static bool
-helper_name(const char *key, char *owner, char *instead, size_t size)
-{
-	/* (The shared waiters' line is the queue's with "-shared", as the scripts name it.) */
-	static const char *const ends[] = { NAME_FENCE,       NAME_WAKE,  NAME_WAITING,
-					    NAME_WAKE_SHARED, NAME_QUEUE, NAME_QUEUE "-shared",
-					    NAME_BROKEN };
-	size_t len = strlen(key), at = 0;
-
-	if (len > 2 && key[0] == '{' && key[len - 1] == '}' && !memchr(key + 1, '}', len - 2)) {
-		snprintf(owner, size, "%.*s", (int)(len - 2), key + 1);
-		snprintf(instead, size, "%s", owner);
-		return true;
-	}
-	for (size_t i = 0; i < ARRAY_LEN(ends) && !at; i++) {
-		size_t n = strlen(ends[i]);
-		if (len > n && !strcmp(key + len - n, ends[i]) && tagged(key, len - n))
-			at = len - n;
-	}
-	if (!at)
-		return false;
-	/* The lock "{x}" is x's (and refused above): say x. */
-	bool braced = key[0] == '{' && key[at - 1] == '}' && !memchr(key + 1, '}', at - 2);
-	snprintf(owner, size, "%.*s", (int)(braced ? at - 2 : at), key + braced);
-	snprintf(instead, size, "%.*s-%s", (int)at, key, key + at + 1);
-	return true;
 }
 
 /* A count from 0 to max, all digits: 0, or -1. */
@@ -918,15 +873,6 @@ again:
 			"before it: its helper keys could not share its Redis Cluster hash "
 			"slot; give it a tag of its own, such as '{locks}%s'",
 			o->key, o->key);
-	/* (--status and --break still look at such a lock, which an older release may hold.) */
-	char owner[sizeof(o->prefixed_key)], instead[sizeof(o->prefixed_key) + 1];
-	if (!o->list && !o->status && !o->brk && helper_name(o->key, owner, instead, sizeof(owner)))
-		return usage_error(err, size,
-				   "KEY '%s' is a name the lock '%s' gives %s helper keys: the "
-				   "two locks would meddle with each other; name it '%s'%s",
-				   o->key, owner, strcmp(owner, instead) ? "one of its" : "all its",
-				   instead,
-				   strcmp(owner, instead) ? "" : ", in the same hash slot");
 	if (o->json && !o->status && !o->list)
 		return usage_error(err, size, "--json goes with --status or --list");
 	if (o->brk && o->status)

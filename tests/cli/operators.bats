@@ -130,25 +130,6 @@ foreign() {
 	assert_line --index 1 --regexp '^a\*:x '
 }
 
-@test "a KEY that is another lock's helper key's name ({x}, {ci}:queue) is refused with 64; --status still looks" {
-	"$RR" -t 30s ci -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
-	local holder=$!
-	wait_until 5 test -e "$dir/held"
-	run -64 "$RR" '{ci}' -- true
-	assert_line --index 0 "redlock-run: KEY '{ci}' is a name the lock 'ci' gives all its helper keys: the two locks would meddle with each other; name it 'ci', in the same hash slot"
-	run -64 "$RR" -n '{ci}:queue' -- true
-	assert_line --index 0 "redlock-run: KEY '{ci}:queue' is a name the lock 'ci' gives one of its helper keys: the two locks would meddle with each other; name it '{ci}-queue'"
-	run -64 "$RR" -t 3s '{ci}:fence' -- true
-	# Nothing written, and the lock they would have meddled with is as it was.
-	assert_equal "$(rcli exists '{ci}' '{ci}:queue')" 0
-	[[ $(rcli get '{ci}:fence') =~ ^[0-9]{16}$ ]]
-	# (which shares ci's fence counter: the very meddling)
-	run -0 "$RR" --status '{ci}'
-	assert_output --regexp "^\{ci\} is free "
-	touch "$dir/go"
-	reap_ok "$holder"
-}
-
 @test "--status after a --min-hold job finished: kept taken, its command finished, not stuck" {
 	run -0 "$RR" --min-hold 10m job -- true
 	run -75 "$RR" --status job

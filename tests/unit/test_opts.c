@@ -5,7 +5,6 @@
 #include "clock.h"
 #include "exitstatus.h"
 #include "opts.h"
-#include "util.h"
 
 #define ARGV(...) ((char *[]){ "redlock-run", __VA_ARGS__, NULL })
 #define ARGC(...) ((int)(sizeof((char *[]){ "redlock-run", __VA_ARGS__ }) / sizeof(char *)))
@@ -277,27 +276,6 @@ main(void)
 	DONE();
 	REFUSED("KEY 'a}job' (--prefix 'a}' and 'job') has a '}'", "--prefix", "a}", "job", "true");
 	REFUSED("KEY 'a}x}' has a '}'", "--prefix", "a}", "x}", "true");
-	/* A name that another lock gives its helper keys is refused for a run. */
-	REFUSED("KEY '{x}' is a name the lock 'x' gives all its helper keys", "{x}", "true");
-	REFUSED("name it 'x', in the same hash slot", "{x}", "true");
-	REFUSED("KEY '{ci}:queue' is a name the lock 'ci' gives one of its helper keys",
-		"{ci}:queue", "true");
-	REFUSED("name it '{ci}-queue'", "{ci}:queue", "true");
-	REFUSED("the lock '{t}a' gives one", "{t}a:waiting", "true");
-	REFUSED("the lock 'jobs' gives one", "-l", "2", "{jobs}:fence", "true");
-	REFUSED("the lock 'x' gives one", "{x}:queue-shared", "true");
-	REFUSED("the lock 'x' gives one", "--prefix", "{x}", ":broken", "true");
-	const char *const fine[] = { "ci:queue", "{x}y",      "deploy:wake",
-				     "{x}:lock", "{x}-fence", "{x}:fences" };
-	for (size_t i = 0; i < ARRAY_LEN(fine); i++) {
-		CHECK_INT(PARSE(fine[i], "true"), OPTS_RUN);
-		DONE();
-	}
-	/* --status and --break still look at one, which an older release may hold. */
-	CHECK_INT(PARSE("--status", "{x}"), OPTS_RUN);
-	DONE();
-	CHECK_INT(PARSE("--break", "--yes", "{ci}:queue"), OPTS_RUN);
-	DONE();
 	/* With --list, the prefix is literal in the pattern. */
 	CHECK_INT(PARSE("--list", "--prefix", "t[1]*:"), OPTS_RUN);
 	CHECK_STR(o.key, "t\\[1\\]\\*:*");
