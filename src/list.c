@@ -504,8 +504,9 @@ query_list(const struct opts *o)
 			 denied == 1 ? "" : "s");
 	/* (A list that lacks a lock it could not tell is not "none".) */
 	if (!o->json && !listed && status == 0 && !denied)
-		fprintf(stdout, "(no locks held%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
-			strcmp(o->key, "*") ? o->key : "");
+		fprintf(stdout, "(no locks held%s%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
+			strcmp(o->key, "*") && o->prefix ? o->prefix : "",
+			strcmp(o->key, "*") ? o->name : ""); /* (the prefix as given, unquoted) */
 done:
 	for (size_t k = 0; k < n.count; k++)
 		free(n.name[k]);
