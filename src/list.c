@@ -169,17 +169,21 @@ static int
 scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct names *n, char *error,
      size_t size)
 {
-	static const char *const types[] = { "string", "zset", "zset" };
+	/* The passes: the strings and sorted sets that match pattern (match ""), then the
+	 * waiting lines, whose locks' names are matched here (see line_of). */
+	static const struct {
+		const char *type, *match;
+	} passes[] = { { "string", "" }, { "zset", "" }, { "zset", "*" NAME_WAITING } };
 	char at[300] = ""; /* the server the cursor is of, once it answered */
 
-	for (size_t t = 0; t < ARRAY_LEN(types); t++) {
-		bool strings = strcmp(types[t], "string") == 0, lines = t == 2;
+	for (size_t t = 0; t < ARRAY_LEN(passes); t++) {
+		bool strings = strcmp(passes[t].type, "string") == 0, lines = *passes[t].match;
 		char cursor[32] = "0";
 		do {
 			const char *argv[] = { "SCAN",  cursor,
-					       "MATCH", lines ? "*" NAME_WAITING : pattern,
+					       "MATCH", lines ? passes[t].match : pattern,
 					       "COUNT", "1000",
-					       "TYPE",  types[t] };
+					       "TYPE",  passes[t].type };
 			bool refused;
 			/* Each page in its own time: a large keyspace takes many. */
 			struct reply *r =

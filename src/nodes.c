@@ -29,7 +29,7 @@
 
 /* A request sent, and not answered yet. */
 struct ask {
-	bool writes;       /* it changes the lock */
+	bool changes;      /* it changes the lock (see struct command) */
 	bool replicated;   /* WAIT follows it */
 	struct copy *copy; /* the command, to send again elsewhere (a new master, a slot's owner) */
 };
@@ -348,7 +348,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 		clear_asks(n);
 		n->asks = 1; /* nodes_next reports the failure, or take sends it again */
 		n->ask[0] = (struct ask){
-			.writes = cmd->changes,
+			.changes = cmd->changes,
 			.replicated = replicated,
 			.copy = copy_command(cmd),
 		};
@@ -366,7 +366,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	}
 	n->deadline = time_max(n->deadline, deadline);
 	n->ask[n->asks++] = (struct ask){
-		.writes = cmd->changes,
+		.changes = cmd->changes,
 		.replicated = replicated,
 		.copy = copy_command(cmd),
 	};
@@ -742,14 +742,14 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	if (n->sentinel && stepped_down(a) && n->resends < NODE_RESENDS &&
 	    clock_now() < n->deadline)
 		t = take_again(ns, n, a, intr_fd);
-	else if (n->sentinel && first.writes && a->result == CONN_OK &&
+	else if (n->sentinel && first.changes && a->result == CONN_OK &&
 		 reply_type(a->reply) != REPLY_ERROR && n->resends < NODE_RESENDS &&
 		 confirm(n, n->deadline, intr_fd))
 		/* What the master wrote counts only while the Sentinels name it: for a
 		 * second or so after a failover the old one goes on taking writes, which the
 		 * new one never sees. They name another: it is asked there. */
 		t = take_again(ns, n, a, intr_fd);
-	else if (n->cluster && n->silent && first.writes && a->result == CONN_OK &&
+	else if (n->cluster && n->silent && first.changes && a->result == CONN_OK &&
 		 reply_type(a->reply) != REPLY_ERROR && n->resends < NODE_RESENDS &&
 		 clock_now() < n->deadline && cluster_elsewhere(n->cluster)) {
 		/* Resumed from a freeze, an owner that lost its slots meanwhile takes writes for

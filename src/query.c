@@ -684,7 +684,7 @@ query_break(const struct opts *o)
 	/* The KEY as shown: its control characters as '?' (msg_printable). */
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
-	bool taken, unheard = false, broke = false, changed = false, gone = false;
+	bool taken, unheard = false, broke = false, changed = false, dead = false;
 	int64_t left = 0; /* of the broken lease, where it was longest */
 
 	if (!o->yes) {
@@ -732,10 +732,10 @@ query_break(const struct opts *o)
 		/* (A lock that --min-hold keeps has no command running, nor has a holder whose
 		 * process is gone from this host.) */
 		const char *process = lock_value_process(node[i].holder, here);
-		bool dead = node[i].holders == 1 && process && !strcmp(process, "gone");
+		bool its_gone = node[i].holders == 1 && process && !strcmp(process, "gone");
 		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder))) {
-			if (dead)
-				gone = true;
+			if (its_gone)
+				dead = true;
 			else
 				left = time_max(left, node[i].left);
 		}
@@ -748,7 +748,7 @@ query_break(const struct opts *o)
 					  "there)"
 					: "");
 	}
-	if (gone && left == 0)
+	if (dead && left == 0)
 		fputs("its process is gone from this host: nothing of it runs on\n", stdout);
 	if (left > 0) {
 		char within[32];

@@ -172,7 +172,7 @@ static struct {
 	} sessions[8];
 	unsigned next_session; /* the slot to reuse when all are taken */
 	bool with_cert;        /* a client certificate is given (--cert) */
-	char cas[300];         /* the CAs trusted instead of the system's (--cacert...), or "" */
+	char cas[4096];        /* the CAs trusted instead of the system's (--cacert...), or "" */
 } tls = { .once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct tls {
