@@ -320,6 +320,8 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 
 	if (st->shared)
 		snprintf(mode, sizeof(mode), "shared");
+	else if (!st->value[0]) /* free: the mode goes with its holders, and it has none */
+		snprintf(mode, sizeof(mode), "-");
 	else if (st->limit)
 		snprintf(mode, sizeof(mode), "limit %d", st->limit);
 	else /* a lock whose line lets only the newest wait says so (--queue latest) */
