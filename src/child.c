@@ -253,8 +253,10 @@ missing_interpreter(const char *name, char *buf, size_t size)
 	/* "#! /usr/bin/env python3": the interpreter is the first word. */
 	char *start = line + 2 + strspn(line + 2, " \t");
 	start[strcspn(start, " \t\r\n")] = '\0';
+	if (!*start)
+		return false;
 	snprintf(buf, size, "its interpreter %s (#!) was not found", start);
-	return *start != '\0';
+	return true;
 }
 
 int
@@ -299,15 +301,16 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 	if (exec_errno) {
 		char buf[PATH_MAX + 64];
 		struct stat st;
+		const char *why;
 		/* As a shell says it: a directory is one, and an empty name is shown as such; a
 		 * script that is there names the interpreter that is not. */
-		const char *why =
-			exec_errno == EACCES && strchr(argv[0], '/') && stat(argv[0], &st) == 0 &&
-					S_ISDIR(st.st_mode)
-				? "is a directory"
-			: exec_errno == ENOENT && missing_interpreter(argv[0], buf, sizeof(buf))
-				? buf
-				: msg_strerror(exec_errno, buf, sizeof(buf));
+		if (exec_errno == EACCES && strchr(argv[0], '/') && stat(argv[0], &st) == 0 &&
+		    S_ISDIR(st.st_mode))
+			why = "is a directory";
+		else if (exec_errno == ENOENT && missing_interpreter(argv[0], buf, sizeof(buf)))
+			why = buf;
+		else
+			why = msg_strerror(exec_errno, buf, sizeof(buf));
 		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY. */
 		msg_error("cannot run %s: %s%s", argv[0][0] ? argv[0] : "''", why,
 			  argv[0][0] == '-' ? " (options go before KEY)" : "");
