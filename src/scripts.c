@@ -51,16 +51,22 @@
  * twice, never back, as long as the server's clock does not step back by more than that. It
  * stays below 2^53 (until the year 2255), which JSON readers keep exact, and is formatted whole
  * ('%.0f': Lua's numbers are doubles). SET ... GET reads and writes it in one command; a server
- * older than 6.2 refuses that, and takes GET and SET.
+ * older than 6.2 refuses that, and takes GET and SET. `counter(v)`: a stored counter, or nil
+ * for what no fence can be (written by something else: not a whole number below 2^53 - 1),
+ * which counts as lost.
  */
 #define FENCE                                                                                      \
+	"local function counter(v)\n"                                                              \
+	"  local n = tonumber(v)\n"                                                                \
+	"  return n and n >= 0 and n < 9007199254740991 and n == math.floor(n) and n or nil\n"    \
+	"end\n"                                                                                    \
 	"local function fence()\n"                                                                \
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  local now, keep = t[1] * 1000000 + t[2], math.max(ttl, " FENCE_KEEP_MS ")\n"            \
 	"  local old = redis.pcall('SET', KEYS[2], string.format('%.0f', now), 'PX', keep, 'GET')\n" \
 	"  local stored = type(old) ~= 'table'\n"                                                  \
 	"  if not stored then old = redis.call('GET', KEYS[2]) end\n"                             \
-	"  local f = math.max((tonumber(old) or 0) + 1, now)\n"                                    \
+	"  local f = math.max((counter(old) or 0) + 1, now)\n"                                     \
 	"  if f ~= now or not stored then\n"                                                       \
 	"    redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', keep)\n"                    \
 	"  end\n"                                                                                   \
@@ -460,7 +466,7 @@ static struct script script_acquire = {
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
-	"    return {1, tonumber(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
+	"    return {1, counter(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
 	"  end\n"
 	"  readers, pttl = type(holder) == 'table', redis.call('PTTL', KEYS[1])\n"
 	"  if readers then\n"

@@ -172,6 +172,19 @@ section() {
 	done
 }
 
+@test "a fence counter that holds what no fence can be counts as lost: the next fence is the clock's" {
+	local bad first second
+	# (Written by something else: not a whole number below 2^53 - 1.)
+	for bad in 1e300 abc -5 1.5 9007199254740991 99999999999999999999; do
+		rcli set '{nightly}:fence' "$bad" >/dev/null
+		first=$("$RR" nightly -c 'echo $REDLOCK_FENCE')
+		second=$("$RR" nightly -c 'echo $REDLOCK_FENCE')
+		is_fence "$first"
+		is_fence "$second"
+		((second > first)) || { echo "after $bad: $first then $second" >&2; false; }
+	done
+}
+
 @test "the token is the value stored at KEY while the command runs" {
 	run "$RR" job -- sh -c 'redis-cli -s "$0" get job; echo "$REDLOCK_TOKEN"' "$(redis_sock main)"
 	assert_success
