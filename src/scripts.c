@@ -43,6 +43,14 @@
  * a frozen server delays past that lease (by LOCK_OUTAGE at most) still learns of the break. */
 #define BROKEN_KEEP_MS "60000"
 
+/* `counter(v)`: a stored fence counter, or nil for what no fence can be (written by something
+ * else: not a whole number below 2^53 - 1), which counts as lost. */
+#define COUNTER                                                                                    \
+	"local function counter(v)\n"                                                              \
+	"  local n = tonumber(v)\n"                                                                \
+	"  return n and n >= 0 and n < 9007199254740991 and n == math.floor(n) and n or nil\n"    \
+	"end\n"
+
 /*
  * `fence()`: this acquisition's fence, max(the stored one + 1, the server's clock in µs),
  * stored back in KEYS[2] for FENCE_KEEP_MS, or the lease (`ttl`) when that is longer. It grows
@@ -51,15 +59,11 @@
  * twice, never back, as long as the server's clock does not step back by more than that. It
  * stays below 2^53 (until the year 2255), which JSON readers keep exact, and is formatted whole
  * ('%.0f': Lua's numbers are doubles). SET ... GET reads and writes it in one command; a server
- * older than 6.2 refuses that, and takes GET and SET. `counter(v)`: a stored counter, or nil
- * for what no fence can be (written by something else: not a whole number below 2^53 - 1),
- * which counts as lost.
+ * older than 6.2 refuses that, and takes GET and SET. A counter that no fence can be (see
+ * COUNTER) counts as gone.
  */
 #define FENCE                                                                                      \
-	"local function counter(v)\n"                                                              \
-	"  local n = tonumber(v)\n"                                                                \
-	"  return n and n >= 0 and n < 9007199254740991 and n == math.floor(n) and n or nil\n"    \
-	"end\n"                                                                                    \
+	COUNTER                                                                                    \
 	"local function fence()\n"                                                                \
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  local now, keep = t[1] * 1000000 + t[2], math.max(ttl, " FENCE_KEEP_MS ")\n"            \
@@ -854,7 +858,7 @@ struct script script_query = {
  */
 struct script script_break = {
 	.writes = true,
-	.text = CLOCK ALIEN LINE "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
+	.text = CLOCK ALIEN LINE COUNTER "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
 		"if kind == 'none' then\n"
 		"  wake_next(16)\n"
 		"  return {0}\n"
@@ -880,17 +884,18 @@ struct script script_break = {
 		"  return {2, holders[1]}\n"
 		"end\n"
 		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
-		"local before = redis.call('GET', KEYS[2]) or false\n"
+		"local before = counter(redis.call('GET', KEYS[2]))\n"
 		"redis.call('DEL', KEYS[1])\n"
 		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, by) end\n"
 		"local keep = ttl + " BROKEN_KEEP_MS "\n"
 		"if redis.call('PTTL', KEYS[6]) < keep then redis.call('PEXPIRE', KEYS[6], keep) end\n"
 		"local t = redis.call('TIME')\n"
-		"local f = math.max((tonumber(before) or 0) + 1, t[1] * 1000000 + t[2])\n"
+		"local f = math.max((before or 0) + 1, t[1] * 1000000 + t[2])\n"
 		"redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX',\n"
 		"           math.max(ttl, " FENCE_KEEP_MS "))\n"
 		"wake_next(math.max(#holders, 1) + 15)\n"
-		"local out = {1, string.format('%.0f', f), before, ttl, #holders}\n"
+		"local out = {1, string.format('%.0f', f), before and string.format('%.0f', before) or false,\n"
+		"             ttl, #holders}\n"
 		"for i = 1, math.min(#holders, 16) do out[#out + 1] = holders[i] end\n"
 		"return out\n",
 };

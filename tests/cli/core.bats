@@ -183,6 +183,15 @@ section() {
 		is_fence "$second"
 		((second > first)) || { echo "after $bad: $first then $second" >&2; false; }
 	done
+	# --break moves such a counter on from the clock too, and says it had none before.
+	"$RR" -t 3s nightly -c "touch $BATS_TEST_TMPDIR/held; exec sleep 30" 2>/dev/null &
+	local holder=$!
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/held"
+	rcli set '{nightly}:fence' 1e300 >/dev/null
+	run -0 "$RR" --break --yes nightly
+	assert_line --index 0 --regexp "^broke nightly, held by .*: fence now [0-9]{16}$"
+	reap "$holder"
+	assert_equal "$status" 76
 }
 
 @test "the token is the value stored at KEY while the command runs" {
