@@ -60,7 +60,8 @@
  * stays below 2^53 (until the year 2255), which JSON readers keep exact, and is formatted whole
  * ('%.0f': Lua's numbers are doubles). SET ... GET reads and writes it in one command; a server
  * older than 6.2 refuses that, and takes GET and SET. A counter that no fence can be (see
- * COUNTER) counts as gone.
+ * COUNTER) counts as gone; a key of another type there is left as it is, and the fence is the
+ * clock's.
  */
 #define FENCE                                                                                      \
 	COUNTER                                                                                    \
@@ -69,6 +70,9 @@
 	"  local now, keep = t[1] * 1000000 + t[2], math.max(ttl, " FENCE_KEEP_MS ")\n"            \
 	"  local old = redis.pcall('SET', KEYS[2], string.format('%.0f', now), 'PX', keep, 'GET')\n" \
 	"  local stored = type(old) ~= 'table'\n"                                                  \
+	"  if not stored and string.find(old.err or '', 'WRONGTYPE', 1, true) then\n"              \
+	"    return now\n"                                                                          \
+	"  end\n"                                                                                   \
 	"  if not stored then old = redis.call('GET', KEYS[2]) end\n"                             \
 	"  local f = math.max((counter(old) or 0) + 1, now)\n"                                     \
 	"  if f ~= now or not stored then\n"                                                       \
@@ -470,7 +474,7 @@ static struct script script_acquire = {
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE
-	"    return {1, counter(redis.call('GET', KEYS[2])) or fence(), 1, data_age()}\n"
+	"    return {1, counter(redis.pcall('GET', KEYS[2])) or fence(), 1, data_age()}\n"
 	"  end\n"
 	"  readers, pttl = type(holder) == 'table', redis.call('PTTL', KEYS[1])\n"
 	"  if readers then\n"

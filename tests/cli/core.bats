@@ -183,6 +183,15 @@ section() {
 		is_fence "$second"
 		((second > first)) || { echo "after $bad: $first then $second" >&2; false; }
 	done
+	# A key of another type there is left alone: the fences are the clock's.
+	rcli del '{nightly}:fence' >/dev/null
+	rcli hset '{nightly}:fence' field 1 >/dev/null
+	first=$("$RR" nightly -c 'echo $REDLOCK_FENCE')
+	second=$("$RR" nightly -c 'echo $REDLOCK_FENCE')
+	is_fence "$first"
+	((second > first))
+	assert_equal "$(rcli type '{nightly}:fence')" hash
+	rcli del '{nightly}:fence' >/dev/null
 	# --break moves such a counter on from the clock too, and says it had none before.
 	"$RR" -t 3s nightly -c "touch $BATS_TEST_TMPDIR/held; exec sleep 30" 2>/dev/null &
 	local holder=$!
