@@ -332,8 +332,11 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 		fprintf(out, "%s%s is free (%s)\n", prefix, key, fence);
 		return;
 	}
+	/* (Held, with no counter to read: one lost, or another program's key in its place.) */
 	if (st->fence >= 0)
 		snprintf(fence, sizeof(fence), "fence %lld", st->fence);
+	else
+		snprintf(fence, sizeof(fence), "fence unknown");
 	lock_describe_holder(st->value, who, sizeof(who));
 	if (st->held_for >= 0)
 		snprintf(since, sizeof(since), " (taken %s ago)",

@@ -191,6 +191,19 @@ section() {
 	is_fence "$first"
 	((second > first))
 	assert_equal "$(rcli type '{nightly}:fence')" hash
+	# --status and --break read past it too, and leave it.
+	run -0 "$RR" --status nightly
+	assert_output "nightly is free (never taken)"
+	"$RR" -t 3s nightly -c "touch $BATS_TEST_TMPDIR/held-hash; exec sleep 30" 2>/dev/null &
+	local hash_holder=$!
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/held-hash"
+	run -75 "$RR" --status nightly
+	assert_output --regexp "^nightly is held by .* \(fence unknown\)$"
+	run -0 "$RR" --break --yes nightly
+	assert_line --index 0 --regexp ": fence now [0-9]{16}$"
+	reap "$hash_holder"
+	assert_equal "$status" 76
+	assert_equal "$(rcli type '{nightly}:fence')" hash
 	rcli del '{nightly}:fence' >/dev/null
 	# --break moves such a counter on from the clock too, and says it had none before.
 	"$RR" -t 3s nightly -c "touch $BATS_TEST_TMPDIR/held; exec sleep 30" 2>/dev/null &

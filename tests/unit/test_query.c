@@ -59,7 +59,7 @@ main(void)
 	CHECK_STR(as_text("job", &held),
 		  "job is held by web-3:4242 for another 12.3s (fence 18)\n");
 	CHECK_STR(as_text("job", &by_hand), "job is held by x\"y\\z\\x09tab\\x01\\xff\\xc3\\xa9, "
-					    "with no expiry (never taken)\n");
+					    "with no expiry (fence unknown)\n");
 
 	CHECK_STR(as_json("job", &never),
 		  "{\"key\": \"job\", \"held\": false, \"host\": null, "
