@@ -250,12 +250,21 @@ missing_interpreter(const char *name, char *buf, size_t size)
 	fclose(f);
 	if (!script)
 		return false;
-	/* "#! /usr/bin/env python3": the interpreter is the first word. */
+	/* "#! /usr/bin/env python3": the interpreter is the first word; one that ends in a
+	 * carriage return is a file saved with Windows line endings. */
 	char *start = line + 2 + strspn(line + 2, " \t");
-	start[strcspn(start, " \t\r\n")] = '\0';
+	size_t len = strcspn(start, " \t\r\n");
+	bool crlf = start[len] == '\r' && strspn(start + len, "\r\n") == strlen(start + len);
+	start[len] = '\0';
 	if (!*start)
 		return false;
-	snprintf(buf, size, "its interpreter %s (#!) was not found", start);
+	if (crlf)
+		snprintf(buf, size,
+			 "its #! line ends in a carriage return (Windows line endings), so its "
+			 "interpreter is \"%s\\r\", which is not there",
+			 start);
+	else
+		snprintf(buf, size, "its interpreter %s (#!) was not found", start);
 	return true;
 }
 

@@ -144,6 +144,10 @@ section() {
 	chmod +x "$BATS_TEST_TMPDIR/py-job"
 	run -127 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR/py-job"
 	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/py-job: its interpreter /nonexistent/python (#!) was not found"
+	printf '#!/bin/sh\r\necho hi\r\n' >"$BATS_TEST_TMPDIR/crlf.sh"
+	chmod +x "$BATS_TEST_TMPDIR/crlf.sh"
+	run -127 --separate-stderr "$RR" job -- "$BATS_TEST_TMPDIR/crlf.sh"
+	assert_equal "$stderr" "redlock-run: cannot run $BATS_TEST_TMPDIR/crlf.sh: its #! line ends in a carriage return (Windows line endings), so its interpreter is \"/bin/sh\\r\", which is not there"
 	run -127 --separate-stderr env PATH="$BATS_TEST_TMPDIR:$PATH" "$RR" job -- py-job
 	assert_equal "$stderr" "redlock-run: cannot run py-job: its interpreter /nonexistent/python (#!) was not found"
 	run rcli exists job
