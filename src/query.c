@@ -754,12 +754,22 @@ query_break(const struct opts *o)
 	if (dead && left == 0)
 		fputs("its process is gone from this host: nothing of it runs on\n", stdout);
 	if (left > 0) {
-		char within[32];
-		/* It learns at its next renewal; meanwhile the next holder may run beside it. */
+		char within[32], most[32];
+		bool several = false;
+		for (size_t i = 0; i < nodes_count(ns); i++)
+			several = several || (node[i].broke && node[i].holders > 1);
+		/* It learns at its next renewal; meanwhile the next holder may run beside it. A
+		 * renewal comes every TTL/3, and the lease left is a TTL at most: within a third of
+		 * it, unless renewals fail, when the lease's end stops the command. */
 		fprintf(stdout,
-			"its command runs on until its next renewal finds the break, within %s, "
-			"then is stopped (76)\n",
-			duration_format(left, within, sizeof(within)));
+			"%s until %s the break, within %s (%s if %s renewals fail), then %s "
+			"stopped "
+			"(76)\n",
+			several ? "their commands run on" : "its command runs on",
+			several ? "their next renewals find" : "its next renewal finds",
+			duration_format(left / 3, within, sizeof(within)),
+			duration_format(left, most, sizeof(most)), several ? "their" : "its",
+			several ? "are" : "is");
 	}
 	if (status == 0 && changed && !broke) {
 		msg_error("%s: not broken: its holder changed while you answered; see who holds it "

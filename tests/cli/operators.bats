@@ -307,7 +307,7 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	run -0 "$RR" --break job --yes
 	assert_line --index 0 --regexp "^broke job, held by $(hostname):$holder \(taken [0-9.]+m?s ago, [0-9.]+s of its lease left\): fence $(cat "$dir/holder-fence"), now [0-9]{16}$"
 	# What it does not stop at once, said too.
-	assert_line --index 1 --regexp "^its command runs on until its next renewal finds the break, within [0-9.]+s, then is stopped \(76\)$"
+	assert_line --index 1 --regexp "^its command runs on until its next renewal finds the break, within [0-9.]+m?s \([0-9.]+s if its renewals fail\), then is stopped \(76\)$"
 	assert_equal "${#lines[@]}" 2
 	local broken=${lines[0]##* }
 	reap "$waiter"
@@ -580,6 +580,7 @@ while True:
 	assert_output --partial "broke sem, held by $(hostname):"
 	# (Not "taken ... ago": the last fence is the newer holder's, and says nothing of both.)
 	assert_line --index 0 --regexp " and 1 more \([0-9.]+s of the leases left\): fence "
+	assert_line --index 1 --regexp "^their commands run on until their next renewals find the break, within [0-9.]+m?s \([0-9.]+s if their renewals fail\), then are stopped \(76\)$"
 	reap "$a"
 	assert_equal "$status" 76
 	reap "$b"
