@@ -233,10 +233,19 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 				 "the key was no longer ours",
 				 l->key);
 		break;
-	case LOCK_RELEASE_FAILED:
-		msg_warn("cannot release %s: %s; it expires within %s", l->key, l->error,
-			 duration_format(l->ttl, ttl, sizeof(ttl)));
+	case LOCK_RELEASE_FAILED: {
+		/* No answer: whether the lock was still ours (not broken, not lost) cannot be
+		 * told, and the command's status stands. What is left of the lease is. */
+		int64_t rest = l->valid_until - clock_now();
+		if (rest > 0)
+			msg_warn("cannot release %s: %s; it expires at the end of its lease, in "
+				 "about %s",
+				 l->key, l->error, duration_format(rest, ttl, sizeof(ttl)));
+		else
+			msg_warn("cannot release %s: %s; its lease has run out by now", l->key,
+				 l->error);
 		break;
+	}
 	}
 }
 
