@@ -238,8 +238,8 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
  * A cluster's masters, from CLUSTER SLOTS asked of node 0 (a cluster's seed, or a server that
  * may be a cluster's node): each one's URL, the node's own with that master's address, into m
  * (at most max). How many: 0 when the server is not in a cluster (it refuses CLUSTER), or -1
- * when it did not answer, or when a cluster's seed refused (a user not allowed CLUSTER SLOTS:
- * the seed's keys alone would be a list silently short of the others'); error says why.
+ * when it did not answer, or when a cluster's node refused (a user not allowed CLUSTER SLOTS:
+ * the node's keys alone would be a list silently short of the others'); error says why.
  */
 static int
 masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, size_t max,
@@ -250,8 +250,21 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 	struct reply *r = ask(ns, 0, 2, argv, deadline, error, size, &refused);
 	size_t count = 0;
 
+	if (!r && refused && !cluster->cluster) {
+		/* Refused through a plain URL: not a cluster, unless the server says it is one
+		 * (a user not allowed CLUSTER SLOTS on a cluster's node: its keys alone would be a
+		 * list short of the others'). */
+		const char *info[] = { "INFO", "cluster" };
+		char why[400];
+		bool denied;
+		struct reply *ri = ask(ns, 0, 2, info, deadline, why, sizeof(why), &denied);
+		const char *text = ri ? reply_string(ri, NULL) : NULL;
+		bool node = text && strstr(text, "cluster_enabled:1");
+		reply_free(ri);
+		return node ? -1 : 0;
+	}
 	if (!r)
-		return refused && !cluster->cluster ? 0 : -1;
+		return -1;
 	for (size_t s = 0; reply_type(r) == REPLY_ARRAY && s < reply_count(r); s++) {
 		const struct reply *range = reply_element(r, s), *owner;
 		const char *host;

@@ -371,7 +371,12 @@ no_overlap() {
 	done
 	seed=$(cluster_masters | head -1)
 	run --separate-stderr "$RR" -r "redis+cluster://lister:pw@127.0.0.1:$(redis_port "$seed")" --list
+	local cluster_url=$status cluster_url_stderr=$stderr
+	# Through a plain URL to a node too: the node says it is one (INFO).
+	run --separate-stderr "$RR" -r "redis://lister:pw@127.0.0.1:$(redis_port "$seed")" --list
 	for m in $(cluster_masters); do rcli_on "$m" acl deluser lister >/dev/null; done
+	assert_equal "$cluster_url" 69
+	assert_regex "$cluster_url_stderr" "^redlock-run: cannot list the locks: 127\.0\.0\.1:[0-9]+ refused CLUSTER: NOPERM"
 	assert_equal "$status" 69
 	assert_equal "$output" ""
 	assert_regex "$stderr" "^redlock-run: cannot list the locks: 127\.0\.0\.1:[0-9]+ refused CLUSTER: NOPERM"
