@@ -170,13 +170,16 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
      size_t size)
 {
 	/* The passes: the strings and sorted sets that match pattern (match ""), then the
-	 * waiting lines, whose locks' names are matched here (see line_of). */
+	 * waiting lines, whose locks' names are matched here (see line_of). With every name
+	 * asked for, the sorted sets' pass reads the lines too, and the last is not needed. */
 	static const struct {
 		const char *type, *match;
 	} passes[] = { { "string", "" }, { "zset", "" }, { "zset", "*" NAME_WAITING } };
+	bool every = strcmp(pattern, "*") == 0;
+	size_t count = every ? ARRAY_LEN(passes) - 1 : ARRAY_LEN(passes);
 	char at[300] = ""; /* the server the cursor is of, once it answered */
 
-	for (size_t t = 0; t < ARRAY_LEN(passes); t++) {
+	for (size_t t = 0; t < count; t++) {
 		bool strings = strcmp(passes[t].type, "string") == 0, lines = *passes[t].match;
 		char cursor[32] = "0";
 		do {
@@ -221,11 +224,10 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 				size_t len;
 				char name[1024];
 				const char *key = reply_string(reply_element(keys, k), &len);
-				if (key && lines && line_of(key, len, pattern, name, sizeof(name)))
-					key = name, len = strlen(name);
-				else if (lines)
-					continue;
-				if (key && names_add(n, key, len) < 0)
+				bool line = key && (lines || every) &&
+					    line_of(key, len, pattern, name, sizeof(name));
+				if ((key && !lines && names_add(n, key, len) < 0) ||
+				    (line && names_add(n, name, strlen(name)) < 0))
 					msg_fatal(STATUS_OSERR, "out of memory");
 			}
 			reply_free(r);
@@ -315,13 +317,7 @@ put_column(FILE *out, const char *s, int width)
 static const char *
 holder_mark(const struct lock_state *st)
 {
-	if (lock_value_kept(st->value))
-		return " (kept)";
-	if (st->process && !strcmp(st->process, "gone"))
-		return " (gone)";
-	if (st->process && !strcmp(st->process, "stopped"))
-		return " (stopped)";
-	return "";
+	return lock_value_kept(st->value) ? " (kept)" : query_process_mark(st->process);
 }
 
 /* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */

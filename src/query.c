@@ -118,9 +118,8 @@ stopped(const char *process)
 	return process && strcmp(process, "stopped") == 0;
 }
 
-/* " (gone)" or " (stopped)" after a holder or a waiter in a list, as its process is. */
-static const char *
-process_mark(const char *process)
+const char *
+query_process_mark(const char *process)
 {
 	return gone(process) ? " (gone)" : stopped(process) ? " (stopped)" : "";
 }
@@ -306,7 +305,8 @@ text_semaphore(FILE *out, const char *prefix, const char *key, const struct lock
 		const char *value = st->holder[i].value;
 		fprintf(out, "%s %s%s for another %s", i ? "," : ":",
 			lock_describe_holder(value, who, sizeof(who)),
-			lock_value_kept(value) ? " (kept)" : process_mark(st->holder[i].process),
+			lock_value_kept(value) ? " (kept)"
+					       : query_process_mark(st->holder[i].process),
 			duration_format(st->holder[i].ttl, left, sizeof(left)));
 	}
 	if (st->holders > LOCK_STATE_HOLDERS)
@@ -378,7 +378,7 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 		fprintf(out, "%s %s%s%s%s%s", i ? "," : ":",
 			lock_describe_holder(st->waiter[i].value, who, sizeof(who)),
 			st->waiter[i].shared ? " (shared)" : "",
-			process_mark(st->waiter[i].process),
+			query_process_mark(st->waiter[i].process),
 			st->waiter[i].waited >= 0 ? " for " : "",
 			st->waiter[i].waited >= 0
 				? duration_format(st->waiter[i].waited, waited, sizeof(waited))
@@ -734,8 +734,8 @@ query_break(const struct opts *o)
 		changed = changed || node[i].changed;
 		/* (A lock that --min-hold keeps has no command running, nor has a holder whose
 		 * process is gone from this host.) */
-		const char *process = lock_value_process(node[i].holder, here);
-		bool its_gone = node[i].holders == 1 && process && !strcmp(process, "gone");
+		bool its_gone =
+			node[i].holders == 1 && gone(lock_value_process(node[i].holder, here));
 		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder))) {
 			if (its_gone)
 				dead = true;
@@ -761,15 +761,16 @@ query_break(const struct opts *o)
 		/* It learns at its next renewal; meanwhile the next holder may run beside it. A
 		 * renewal comes every TTL/3, and the lease left is a TTL at most: within a third of
 		 * it, unless renewals fail, when the lease's end stops the command. */
-		fprintf(stdout,
-			"%s until %s the break, within %s (%s if %s renewals fail), then %s "
-			"stopped "
-			"(76)\n",
-			several ? "their commands run on" : "its command runs on",
-			several ? "their next renewals find" : "its next renewal finds",
-			duration_format(left / 3, within, sizeof(within)),
-			duration_format(left, most, sizeof(most)), several ? "their" : "its",
-			several ? "are" : "is");
+		duration_format(left / 3, within, sizeof(within));
+		duration_format(left, most, sizeof(most));
+		if (several)
+			printf("their commands run on until their next renewals find the break, "
+			       "within %s (%s if their renewals fail), then are stopped (76)\n",
+			       within, most);
+		else
+			printf("its command runs on until its next renewal finds the break, within "
+			       "%s (%s if its renewals fail), then is stopped (76)\n",
+			       within, most);
 	}
 	if (status == 0 && changed && !broke) {
 		msg_error("%s: not broken: its holder changed while you answered; see who holds it "

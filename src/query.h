@@ -84,6 +84,9 @@ void query_ask_eviction(struct nodes *ns, struct status *s);
  * node answered at all, the object is {"key", "held": null, "error"}.
  */
 void query_print_json(FILE *out, const struct status *s);
+/* " (gone)" or " (stopped)" after a holder or a waiter on this host, as lock_value_process
+ * tells of its process; "" otherwise. */
+const char *query_process_mark(const char *process);
 /* The sentence of --status, with one line per node when there are several, and a warning line
  * for each server that can evict locks. */
 void query_print_text(FILE *out, const struct status *s);
