@@ -157,29 +157,43 @@ duration_parse(const char *s, int64_t *out)
 	return DURATION_OK;
 }
 
+/* ns / unit, to the nearest: each form rounds to its own last digit, so that 999.7ms is
+ * "1s", not "1000ms", and 59.97s "1m", not "60.0s". */
+static long long
+nearest(int64_t ns, int64_t unit)
+{
+	return (long long)(ns / unit + (ns % unit >= unit / 2));
+}
+
+/* n small units as "<big>" and "<small>" ("2m30s", "5m"), sixty small to a big one. */
+static void
+sixties(char *buf, size_t size, long long n, const char *big, const char *small)
+{
+	if (n % 60)
+		snprintf(buf, size, "%lld%s%lld%s", n / 60, big, n % 60, small);
+	else
+		snprintf(buf, size, "%lld%s", n / 60, big);
+}
+
 char *
 duration_format(int64_t ns, char *buf, size_t size)
 {
+	const int64_t tenth = NS_PER_S / 10, minute = 60 * NS_PER_S;
+
 	if (ns < 0)
 		ns = 0;
-	if (ns < NS_PER_S)
-		snprintf(buf, size, "%lldms", (long long)((ns + NS_PER_MS / 2) / NS_PER_MS));
-	else if (ns < 60 * NS_PER_S && ns % NS_PER_S)
-		snprintf(buf, size, "%.1fs", (double)ns / (double)NS_PER_S);
-	else if (ns < 60 * NS_PER_S)
-		snprintf(buf, size, "%llds", (long long)(ns / NS_PER_S));
-	else if (ns < 3600 * NS_PER_S) {
-		long long s = (long long)(ns / NS_PER_S);
-		if (s % 60)
-			snprintf(buf, size, "%lldm%llds", s / 60, s % 60);
+	if (nearest(ns, NS_PER_MS) < 1000) {
+		snprintf(buf, size, "%lldms", nearest(ns, NS_PER_MS));
+	} else if (nearest(ns, tenth) < 600) {
+		long long t = nearest(ns, tenth);
+		if (t % 10)
+			snprintf(buf, size, "%lld.%llds", t / 10, t % 10);
 		else
-			snprintf(buf, size, "%lldm", s / 60);
+			snprintf(buf, size, "%llds", t / 10);
+	} else if (nearest(ns, NS_PER_S) < 3600) {
+		sixties(buf, size, nearest(ns, NS_PER_S), "m", "s");
 	} else {
-		long long m = (long long)(ns / (60 * NS_PER_S));
-		if (m % 60)
-			snprintf(buf, size, "%lldh%lldm", m / 60, m % 60);
-		else
-			snprintf(buf, size, "%lldh", m / 60);
+		sixties(buf, size, nearest(ns, minute), "h", "m");
 	}
 	return buf;
 }

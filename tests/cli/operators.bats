@@ -636,7 +636,7 @@ while True:
 	run -0 "$RR" --list
 	assert_line --index 0 --regexp "^KEY +MODE +HOLDER +TAKEN +LEFT +FENCE +WAITING$"
 	assert_line --index 1 --regexp "^job +exclusive +$(hostname):$job +[0-9.]+m?s +[0-9.]+s +[0-9]{16} +1$"
-	assert_line --index 2 --regexp "^nightly +exclusive +$(hostname):[0-9]+ \(kept\) +[0-9.]+m?s +[0-9]+m[0-9]+s +[0-9]{16} +0$"
+	assert_line --index 2 --regexp "^nightly +exclusive +$(hostname):[0-9]+ \(kept\) +[0-9.]+m?s +[0-9]+m([0-9]+s)? +[0-9]{16} +0$"
 	assert_line --index 3 --regexp "^readers +shared +$(hostname):$readers +- +[0-9.]+s +[0-9]{16} +0$"
 	assert_line --index 4 --regexp "^sem +limit 3 +$(hostname):$sem +- +[0-9.]+s +[0-9]{16} +0$"
 	assert_equal "${#lines[@]}" 5

@@ -96,5 +96,14 @@ main(void)
 	CHECK_STR(duration_format(300 * NS_PER_S, buf, sizeof(buf)), "5m");
 	CHECK_STR(duration_format(3600 * NS_PER_S, buf, sizeof(buf)), "1h");
 	CHECK_STR(duration_format(5400 * NS_PER_S, buf, sizeof(buf)), "1h30m");
+	/* Each form rounds to its last digit, and one that rounds up to the next form takes it. */
+	CHECK_STR(duration_format(999 * NS_PER_MS + 700000, buf, sizeof(buf)), "1s");
+	CHECK_STR(duration_format(999 * NS_PER_MS + 400000, buf, sizeof(buf)), "999ms");
+	CHECK_STR(duration_format(1960 * NS_PER_MS, buf, sizeof(buf)), "2s");
+	CHECK_STR(duration_format(1000 * NS_PER_MS + 1, buf, sizeof(buf)), "1s");
+	CHECK_STR(duration_format(59970 * NS_PER_MS, buf, sizeof(buf)), "1m");
+	CHECK_STR(duration_format(150600 * NS_PER_MS, buf, sizeof(buf)), "2m31s");
+	CHECK_STR(duration_format(3599600 * NS_PER_MS, buf, sizeof(buf)), "1h");
+	CHECK_STR(duration_format(INT64_MAX, buf, sizeof(buf)), "2562047h47m");
 	return check_done("duration");
 }
