@@ -517,11 +517,16 @@ query_list(const struct opts *o)
 	if (denied)
 		msg_warn("passed over %zu key%s that this Redis user may not read (NOPERM)", denied,
 			 denied == 1 ? "" : "s");
-	/* (A list that lacks a lock it could not tell is not "none".) */
-	if (!o->json && !listed && status == 0 && !denied)
-		fprintf(stdout, "(no locks held%s%s%s)\n", strcmp(o->key, "*") ? " matching " : "",
-			strcmp(o->key, "*") && o->prefix ? o->prefix : "",
-			strcmp(o->key, "*") ? o->name : ""); /* (the prefix as given, unquoted) */
+	/* (A list that lacks a lock it could not tell is not "none".) The prefix is literal and
+	 * the pattern a glob: each is named apart. */
+	if (!o->json && !listed && status == 0 && !denied) {
+		fputs("(no locks held", stdout);
+		if (strcmp(o->name, "*"))
+			fprintf(stdout, " matching %s", o->name);
+		if (o->prefix && *o->prefix)
+			fprintf(stdout, " under the prefix %s", o->prefix);
+		fputs(")\n", stdout);
+	}
 done:
 	for (size_t k = 0; k < n.count; k++)
 		free(n.name[k]);

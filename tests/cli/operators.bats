@@ -128,6 +128,11 @@ foreign() {
 	assert_line --index 1 --regexp '^a\*:x '
 	run -0 "$RR" --prefix 'a*:' --list 'x*'
 	assert_line --index 1 --regexp '^a\*:x '
+	# None held: the literal prefix and the glob are named apart.
+	run -0 "$RR" --prefix 'a*:' --list 'z*'
+	assert_line --index 1 "(no locks held matching z* under the prefix a*:)"
+	run -0 "$RR" --prefix 'zz*' --list
+	assert_line --index 1 "(no locks held under the prefix zz*)"
 }
 
 @test "--status after a --min-hold job finished: kept taken, its command finished, not stuck" {
