@@ -326,6 +326,7 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX + 32], holder[LOCK_HOLDER_MAX], taken[32] = "-", left[32] = "-";
 	char mode[32], fence[24] = "-";
+	size_t next;
 
 	if (st->shared)
 		snprintf(mode, sizeof(mode), "shared");
@@ -338,7 +339,12 @@ text_row(FILE *out, const char *key, const struct lock_state *st)
 			 strcmp(lock_discipline_of(st->value), "latest") == 0 ? "latest"
 									      : "exclusive");
 	lock_describe_holder(st->value, holder, sizeof(holder));
-	snprintf(who, sizeof(who), "%s%s", st->value[0] ? holder : "(free)", holder_mark(st));
+	/* A free lock is listed for its line: one held back, its next waiter not woken, says so. */
+	snprintf(who, sizeof(who), "%s%s",
+		 st->value[0]                   ? holder
+		 : query_stalled(st, &next) < 0 ? "(free)"
+						: "(free, next not woken)",
+		 holder_mark(st));
 	if ((st->shared || st->limit) && st->holders > 1)
 		snprintf(who + strlen(who), sizeof(who) - strlen(who), " +%zu", st->holders - 1);
 	if (st->held_for >= 0)

@@ -124,11 +124,8 @@ query_process_mark(const char *process)
 	return gone(process) ? " (gone)" : stopped(process) ? " (stopped)" : "";
 }
 
-/* Free, and the first in line that is not gone (*next; those before it were killed outright)
- * was not woken (a release gives the one it wakes a handoff's time): it takes the lock when it
- * looks again, within the time this returns; -1 when the line is not held back so. */
-static int64_t
-stalled(const struct lock_state *st, size_t *next)
+int64_t
+query_stalled(const struct lock_state *st, size_t *next)
 {
 	size_t i = 0;
 
@@ -148,7 +145,7 @@ static void
 json_line(FILE *out, const struct lock_state *st)
 {
 	size_t next;
-	int64_t stall = stalled(st, &next);
+	int64_t stall = query_stalled(st, &next);
 
 	fprintf(out, ", \"queue\": \"%s\", \"waiting\": %lld, \"in_order\": %s, \"waiters\": [",
 		discipline(st), st->waiting, st->ordered ? "true" : "false");
@@ -368,7 +365,7 @@ text_line(FILE *out, const char *prefix, const struct lock_state *st)
 {
 	char who[LOCK_HOLDER_MAX], waited[32];
 	size_t next;
-	int64_t stall = stalled(st, &next);
+	int64_t stall = query_stalled(st, &next);
 
 	if (st->waiting <= 0)
 		return;

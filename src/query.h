@@ -87,6 +87,10 @@ void query_print_json(FILE *out, const struct status *s);
 /* " (gone)" or " (stopped)" after a holder or a waiter on this host, as lock_value_process
  * tells of its process; "" otherwise. */
 const char *query_process_mark(const char *process);
+/* Free, and the first in line that is not gone (*next; those before it were killed outright)
+ * was not woken (a release gives the one it wakes a handoff's time): it takes the lock when it
+ * looks again, within the time this returns; -1 when the line is not held back so. */
+int64_t query_stalled(const struct lock_state *st, size_t *next);
 /* The sentence of --status, with one line per node when there are several, and a warning line
  * for each server that can evict locks. */
 void query_print_text(FILE *out, const struct status *s);

@@ -406,9 +406,9 @@ hold_with_line() {
 o = json.loads(sys.argv[1])
 assert not o["held"] and o["waiting"] == 1, o
 assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
-			# --list shows the free lock with its line, as --status does.
+			# --list shows the free lock with its line held back, as --status does.
 			run -0 "$RR" --list 'j*'
-			assert_line --index 1 --regexp "^job +- +\(free\) +- +- +[0-9]{16} +1$"
+			assert_line --index 1 --regexp "^job +- +\(free, next not woken\) +- +- +[0-9]{16} +1$"
 			run -0 "$RR" --list --json
 			[[ $output == *'"key": "job", "held": false,'*'"waiting": 1,'* ]]
 			if [[ $mode == release ]]; then
