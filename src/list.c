@@ -6,8 +6,10 @@
 #include "query.h"
 
 #include <fnmatch.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "duration.h"
 #include "exitstatus.h"
@@ -296,17 +298,48 @@ masters(struct nodes *ns, const struct redis_url *cluster, struct redis_url *m, 
 	return (int)count;
 }
 
-/* s, padded to width, a control character (a newline, an escape) as '?': one row a lock,
- * whatever the names Redis holds, and nothing of them sent to the terminal as a command. A
- * character in UTF-8 counts one column, however many bytes it takes. */
+/* The columns that the character of UTF-8 at s takes on a terminal, and its length in *len:
+ * two for a wide one (CJK, most emoji), none for a combining mark, one for a byte that is not
+ * UTF-8 (or for anything, where the C library has no UTF-8 locale). Whatever the user's locale:
+ * the names are Redis's bytes, and the terminal's are UTF-8 nearly everywhere. */
+static int
+columns(const char *s, size_t *len)
+{
+	static locale_t utf8;
+	locale_t was;
+	mbstate_t state = { 0 };
+	wchar_t wc;
+	int w = -1;
+
+	*len = 1;
+	if (!((unsigned char)*s & 0x80))
+		return 1;
+	if (!utf8 && !(utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0)))
+		return ((unsigned char)*s & 0xc0) != 0x80; /* a character, not a continuation */
+	was = uselocale(utf8);
+	size_t n = mbrtowc(&wc, s, strlen(s), &state);
+	if (n != (size_t)-1 && n != (size_t)-2 && n != 0) {
+		*len = n;
+		w = wcwidth(wc);
+	}
+	uselocale(was);
+	return w < 0 ? 1 : w;
+}
+
+/* s, padded to width columns, a control character (a newline, an escape) as '?': one row a
+ * lock, whatever the names Redis holds, and nothing of them sent to the terminal as a command. */
 static void
 put_column(FILE *out, const char *s, int width)
 {
 	int n = 0;
+	size_t len;
 
-	for (; *s; s++) {
-		fputc(msg_is_control(*s) ? '?' : *s, out);
-		n += ((unsigned char)*s & 0xc0) != 0x80; /* not a continuation byte */
+	for (; *s; s += len) {
+		n += columns(s, &len);
+		if (len == 1)
+			fputc(msg_is_control(*s) ? '?' : *s, out);
+		else
+			fwrite(s, 1, len, out);
 	}
 	for (; n < width; n++)
 		fputc(' ', out);

@@ -687,15 +687,27 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	rcli eval "redis.call('SET', ARGV[1], ARGV[2], 'PX', 60000)" 0 $'two\nlines\e[2J' \
 		"12345678-1234-1234-1234-123456789abc:web-1:42" >/dev/null
 	rcli set "café-déploiement" "12345678-1234-1234-1234-123456789abc:hôte-é:43" px 60000 >/dev/null
-	run -0 "$RR" --list
-	assert_equal "${#lines[@]}" 3
+	# Wide characters take two columns, a combining mark none: under any locale of the user's.
+	rcli set "夜間バックアップ" "12345678-1234-1234-1234-123456789abc:web-2:44" px 60000 >/dev/null
+	rcli set $'de\xcc\x81ploy' "12345678-1234-1234-1234-123456789abc:web-3:45" px 60000 >/dev/null
+	LC_ALL=C run -0 "$RR" --list
+	assert_equal "${#lines[@]}" 5
 	assert_line --index 1 --regexp '^café-déploiement +exclusive +hôte-é:43 '
-	assert_line --index 2 --regexp '^two\?lines\?\[2J +exclusive +web-1:42 '
-	# Every column stands under its header, counted in characters.
+	assert_line --index 2 --regexp $'^de\xcc\x81ploy +exclusive +web-3:45 '
+	assert_line --index 3 --regexp '^two\?lines\?\[2J +exclusive +web-1:42 '
+	assert_line --index 4 --regexp '^夜間バックアップ +exclusive +web-2:44 '
+	# Every column stands under its header, counted in a terminal's columns.
 	python3 - "$output" <<-'EOF'
-		import sys
+		import sys, unicodedata
+		def cells(line):  # a wide character fills two cells, a combining mark none
+		    out = []
+		    for c in line:
+		        if unicodedata.combining(c):
+		            continue
+		        out += [c, ""] if unicodedata.east_asian_width(c) in "WF" else [c]
+		    return out
 		head, *rows = sys.argv[1].split("\n")
-		for row in rows:
+		for row in map(cells, rows):
 		    for name in ("MODE", "HOLDER"):  # left-aligned: starts under its header
 		        at = head.index(name)
 		        assert row[at - 1] == " " and row[at] != " ", (name, row)
