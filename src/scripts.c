@@ -61,7 +61,7 @@
  * ('%.0f': Lua's numbers are doubles). SET ... GET reads and writes it in one command; a server
  * older than 6.2 refuses that, and takes GET and SET. A counter that no fence can be (see
  * COUNTER) counts as gone; a key of another type there is left as it is, and the fence is the
- * clock's.
+ * clock's. Returns the fence, and the counter it found (nil when none).
  */
 #define FENCE                                                                                      \
 	COUNTER                                                                                    \
@@ -78,7 +78,7 @@
 	"  if f ~= now or not stored then\n"                                                       \
 	"    redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', keep)\n"                    \
 	"  end\n"                                                                                   \
-	"  return f\n"                                                                              \
+	"  return f, counter(old)\n"                                                                \
 	"end\n"
 
 /* `data_age()`: how long the server has run, in seconds, and its run id, when `age` (see ARGS)
@@ -851,21 +851,22 @@ struct script script_query = {
  * KEY goes, and each of its holders' values is recorded in `fates` (KEYS[6]) with who broke the
  * lock, for as long as their leases could last and a minute more (BROKEN_KEEP_MS): their renewals
  * and releases find it there and say so (see NOT_OURS). The fence moves on, past the broken
- * holders', as an acquisition moves it (see FENCE), so that a fenced resource refuses what they
- * still send; and the line is woken, as by a release, and 15 waiters more: each looks again, and
- * the first that is alive takes the lock at once, or, behind waiters that were killed, once the
- * handoff's time given to them is over (a release wakes only those it makes room for: a waiter
- * killed at the front holds the others back until they look again, see LINE; a line that keeps no
- * order is woken as a release wakes it). Returns {1, the new fence, the fence before, the ms the
- * broken leases had left, how many held it, then their values (16 at most)}; {0} when nobody holds
- * KEY (the line is woken all the same: a free lock whose next waiter was not woken is a stuck
- * line); {2, a holder} when the holder shown is not among them any more, nor kept by --min-hold
- * (it finished, and someone else took the lock): nothing is broken; an error "FOREIGN what" when
- * KEY is not a lock (see ALIEN).
+ * holders', by the acquisitions' fence() (kept as long as the broken lease, at least), so that a
+ * fenced resource refuses what they still send; and the line is woken, as by a release, and 15
+ * waiters more: each looks again, and the first that is alive takes the lock at once, or, behind
+ * waiters that were killed, once the handoff's time given to them is over (a release wakes only
+ * those it makes room for: a waiter killed at the front holds the others back until they look
+ * again, see LINE; a line that keeps no order is woken as a release wakes it). Returns {1, the new
+ * fence, the fence before, the ms the broken leases had left, how many held it, then their values
+ * (16 at most)}; {0} when nobody holds KEY (the line is woken all the same: a free lock whose next
+ * waiter was not woken is a stuck line); {2, a holder} when the holder shown is not among them any
+ * more, nor kept by --min-hold (it finished, and someone else took the lock): nothing is broken; an
+ * error "FOREIGN what" when KEY is not a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
-	.text = CLOCK ALIEN LINE COUNTER "local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
+	.text = CLOCK ALIEN LINE "local ttl -- the broken lease (see FENCE)\n" FENCE
+		"local kind, holders = redis.call('TYPE', KEYS[1]).ok, {}\n"
 		"if kind == 'none' then\n"
 		"  wake_next(16)\n"
 		"  return {0}\n"
@@ -890,19 +891,12 @@ struct script script_break = {
 		"if shown and not holds(shown) and not holds(shown .. ':kept') then\n"
 		"  return {2, holders[1]}\n"
 		"end\n"
-		"local ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
-		"local before = counter(redis.pcall('GET', KEYS[2]))\n"
+		"ttl = math.max(redis.call('PTTL', KEYS[1]), 1)\n"
 		"redis.call('DEL', KEYS[1])\n"
 		"for _, h in ipairs(holders) do redis.call('HSET', KEYS[6], h, by) end\n"
 		"local keep = ttl + " BROKEN_KEEP_MS "\n"
 		"if redis.call('PTTL', KEYS[6]) < keep then redis.call('PEXPIRE', KEYS[6], keep) end\n"
-		"local t = redis.call('TIME')\n"
-		"local f = math.max((before or 0) + 1, t[1] * 1000000 + t[2])\n"
-		"local counted = redis.call('TYPE', KEYS[2]).ok\n"
-		"if counted == 'string' or counted == 'none' then -- (else not ours: see FENCE)\n"
-		"  redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX',\n"
-		"             math.max(ttl, " FENCE_KEEP_MS "))\n"
-		"end\n"
+		"local f, before = fence()\n"
 		"wake_next(math.max(#holders, 1) + 15)\n"
 		"local out = {1, string.format('%.0f', f), before and string.format('%.0f', before) or false,\n"
 		"             ttl, #holders}\n"
