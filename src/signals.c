@@ -77,17 +77,22 @@ signals_init(struct signals *s)
 	/* Two more are blocked and never consumed: SIGTTOU, which a background process gets
 	 * for handing the terminal to the command's group and taking it back, and SIGPIPE, so
 	 * that a write to a reader that is gone (a guard killed with its group, a closed stderr)
-	 * fails with EPIPE instead of killing us. */
+	 * fails with EPIPE instead of killing us. SIGCONT is blocked too (a blocked SIGCONT still
+	 * continues us), and told apart (see signals_take_cont). */
 	blocked = consumed;
 	sigaddset(&blocked, SIGTTOU);
 	sigaddset(&blocked, SIGPIPE);
+	sigaddset(&blocked, SIGCONT);
 	if (sigprocmask(SIG_BLOCK, &blocked, &s->entry_mask) < 0)
 		return -1;
 	s->consumed = consumed;
 	s->fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
 	sigdelset(&consumed, SIGCHLD);
 	s->stop_fd = signalfd(-1, &consumed, SFD_CLOEXEC | SFD_NONBLOCK);
-	return s->fd < 0 || s->stop_fd < 0 ? -1 : 0;
+	sigemptyset(&blocked);
+	sigaddset(&blocked, SIGCONT);
+	s->cont_fd = signalfd(-1, &blocked, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->fd < 0 || s->stop_fd < 0 || s->cont_fd < 0 ? -1 : 0;
 }
 
 int
@@ -145,6 +150,12 @@ int
 signals_take_stop(const struct signals *s)
 {
 	return take(s->stop_fd);
+}
+
+bool
+signals_take_cont(const struct signals *s)
+{
+	return take(s->cont_fd) != 0;
 }
 
 void

@@ -15,6 +15,7 @@ struct signals {
 	int fd;                /* readable while one of ours is pending */
 	sigset_t consumed;     /* what fd takes */
 	int stop_fd;           /* readable while one that stops us is pending (not SIGCHLD) */
+	int cont_fd;           /* readable once we were continued after a stop (SIGCONT) */
 	sigset_t entry_mask;   /* the mask redlock-run started with */
 	bool chld_was_ignored; /* SIGCHLD was SIG_IGN on entry; we need it at SIG_DFL */
 };
@@ -41,6 +42,10 @@ int signals_take(const struct signals *s);
 /* Takes one pending signal of those that are passed on (see signals_forwarded), or SIGTSTP,
  * leaving SIGCHLD for signals_take: what ends a wait, and not a child we inherited exiting. */
 int signals_take_stop(const struct signals *s);
+
+/* Whether redlock-run was continued after a stop (SIGSTOP, or its job's) since the last call:
+ * it did not run meanwhile. SIGCONT is blocked from the start, and only this takes it. */
+bool signals_take_cont(const struct signals *s);
 
 /* True for the signals that are passed on to the command: INT, TERM, HUP, QUIT, USR1, USR2 and
  * ALRM. */

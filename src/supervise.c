@@ -21,6 +21,9 @@
 #define STOP_LOOK (250 * NS_PER_MS)
 /* A deadline seen this late says that we did not run meanwhile. */
 #define SEEN_LATE (250 * NS_PER_MS)
+/* How long the renewal that came due while we were stopped is waited for once we are continued,
+ * at least, before the lock counts as lost (see loss_due). */
+#define RENEW_AFTER_STOP NS_PER_S
 /* How long after SIGKILL a sweep still looks. */
 #define SWEEP_AFTER_KILL NS_PER_S
 
@@ -49,6 +52,7 @@ struct state {
 	bool resumed;       /* the job was stopped and has been continued */
 	int64_t stopped_at; /* when it was last stopped (SIGTSTP), and continued: 0 if never */
 	int64_t continued_at;
+	int64_t woke_at;    /* when we were last continued (SIGCONT), the job with us or not */
 	bool stop_passed;   /* a SIGTSTP sent to us was passed on to the command's group */
 	int64_t stop_look;  /* the next look for a stop the command cannot follow */
 	sigset_t forwarded; /* the signals passed on to the command */
@@ -105,6 +109,32 @@ stop_lead(const struct supervision *s)
 	return s->on_lost == ON_LOST_IGNORE
 		       ? 0
 		       : time_max(time_min(s->grace, s->lock->ttl / 3), KILL_ALLOWANCE);
+}
+
+/* When we last ran again after a stop, ours or the job's (0: never). */
+static int64_t
+back_at(const struct state *st)
+{
+	return time_max(st->woke_at, st->continued_at);
+}
+
+/*
+ * When the lock counts as lost with no renewal: stop_lead before the lease's end. But nothing
+ * renews while we are stopped (SIGSTOP, or the job's stop): a renewal that came due meanwhile
+ * is not a failing one, and goes out as soon as we are continued. It is given half the lead, or
+ * RENEW_AFTER_STOP if that is longer, to come back, up to the kill deadline (so the command may
+ * have less time to stop, should it fail).
+ */
+static int64_t
+loss_due(const struct supervision *s, const struct state *st)
+{
+	int64_t due = st->lease_end - stop_lead(s);
+	int64_t back = back_at(st);
+	int64_t renewed_by = time_add(back, time_max(stop_lead(s) / 2, RENEW_AFTER_STOP));
+
+	if (back && renewed_by > due)
+		due = time_max(due, time_min(renewed_by, kill_deadline(st)));
+	return due;
 }
 
 /*
@@ -223,46 +253,59 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 	}
 }
 
+/* Why the lock counts as lost with no renewal (see loss_due), said once it does. */
+static void
+say_ran_out(const struct supervision *s, const struct state *st, int64_t now)
+{
+	const char *key = s->lock->key, *killed = "its guard killed the command as the lease ended";
+	int64_t lead = st->lease_end - stop_lead(s), end = kill_deadline(st);
+	char since[32], within[32], unanswered[400];
+
+	snprintf(unanswered, sizeof(unanswered), "no answer yet%s%.300s", s->asked ? " from " : "",
+		 s->asked ? s->asked : "");
+	if (s->on_lost == ON_LOST_IGNORE || now < end)
+		killed = action(s->on_lost);
+	/* Nothing renews while the job is stopped, nor while we are: the server is not to
+	 * blame. */
+	if (st->continued_at >= end)
+		msg_error("lost the lock on %s: the job was stopped for %s (Ctrl-Z, SIGTSTP), past "
+			  "the end of its lease; %s",
+			  key,
+			  duration_format(st->continued_at - st->stopped_at, since, sizeof(since)),
+			  action(s->on_lost));
+	else if (st->woke_at >= end)
+		msg_error("lost the lock on %s: redlock-run was stopped (SIGSTOP) until past the "
+			  "end of its lease; %s",
+			  key, killed);
+	else if (back_at(st) > lead)
+		msg_error("lost the lock on %s: no renewal within %s of redlock-run being "
+			  "continued after a stop (%s); %s",
+			  key, duration_format(now - back_at(st), within, sizeof(within)),
+			  st->last_error[0] ? st->last_error : unanswered, action(s->on_lost));
+	else if (now - lead > SEEN_LATE)
+		msg_error("lost the lock on %s: redlock-run saw its lease running out %s late "
+			  "(it was starved of CPU, or stopped); %s",
+			  key, duration_format(now - lead, since, sizeof(since)), killed);
+	else
+		msg_error("lost the lock on %s: no renewal for %s (%s); %s", key,
+			  duration_format(now - st->renewed_at, since, sizeof(since)),
+			  st->last_error[0] ? st->last_error : unanswered, action(s->on_lost));
+}
+
 /* Acts on every deadline that has come. */
 static void
 on_time(const struct supervision *s, struct state *st, int64_t now)
 {
-	char held[32], since[32], unanswered[400];
+	char held[32], since[32];
 
 	if (!st->exited && st->stopping == STOP_NONE && now >= st->max_hold_at) {
 		begin_stop(s, st, STOP_MAX_HOLD, SIGTERM, time_add(now, s->grace));
 		msg_error("%s held for --max-hold %s; stopping the command", s->lock->key,
 			  duration_format(s->max_hold, held, sizeof(held)));
 	}
-	if (!st->lost && now >= st->lease_end - stop_lead(s)) {
+	if (!st->lost && now >= loss_due(s, st)) {
 		act_on_loss(s, st, kill_deadline(st));
-		snprintf(unanswered, sizeof(unanswered), "no answer yet%s%.300s",
-			 s->asked ? " from " : "", s->asked ? s->asked : "");
-		if (st->continued_at > st->lease_end - stop_lead(s) &&
-		    st->stopped_at < st->lease_end - stop_lead(s))
-			/* Nothing renews while the job is stopped: the server is not to blame. */
-			msg_error("lost the lock on %s: the job was stopped for %s (Ctrl-Z, "
-				  "SIGTSTP), past the end of its lease; %s",
-				  s->lock->key,
-				  duration_format(st->continued_at - st->stopped_at, since,
-						  sizeof(since)),
-				  action(s->on_lost));
-		else if (now - (st->lease_end - stop_lead(s)) > SEEN_LATE)
-			/* Nor while we do not run. */
-			msg_error(
-				"lost the lock on %s: redlock-run saw the end of its lease %s late "
-				"(it was stopped with SIGSTOP, or starved of CPU); %s",
-				s->lock->key,
-				duration_format(now - (st->lease_end - stop_lead(s)), since,
-						sizeof(since)),
-				s->on_lost != ON_LOST_IGNORE && now >= kill_deadline(st)
-					? "its guard killed the command as the lease ended"
-					: action(s->on_lost));
-		else
-			msg_error("lost the lock on %s: no renewal for %s (%s); %s", s->lock->key,
-				  duration_format(now - st->renewed_at, since, sizeof(since)),
-				  st->last_error[0] ? st->last_error : unanswered,
-				  action(s->on_lost));
+		say_ran_out(s, st, now);
 	}
 	if (now >= kill_time(s, st)) {
 		child_signal(s->child, SIGKILL);
@@ -301,7 +344,7 @@ next_deadline(const struct supervision *s, const struct state *st, int64_t now)
 	if (!st->exited && st->stopping == STOP_NONE)
 		t = time_min(t, st->max_hold_at);
 	if (!st->lost)
-		t = time_min(t, st->lease_end - stop_lead(s));
+		t = time_min(t, loss_due(s, st));
 	if (st->sweeping)
 		t = time_min(t, now + SWEEP_LOOK);
 	if (may_be_stopped(s, st))
@@ -402,16 +445,20 @@ supervise(const struct supervision *s)
 	sigemptyset(&st.forwarded);
 	reap(s, &st);
 	for (;;) {
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{ s->signals->fd, POLLIN, 0 },
 			{ watchdog_fd(s->watchdog), POLLIN, 0 },
 			{ timer, POLLIN, 0 },
+			{ s->signals->cont_fd, POLLIN, 0 },
 		};
-		int64_t now = clock_now(), next;
+		int64_t now, next;
 		struct watchdog_event ev;
 		uint64_t expirations;
 		int sig;
 
+		if (signals_take_cont(s->signals))
+			st.woke_at = clock_now();
+		now = clock_now();
 		on_time(s, &st, now);
 		child_guard_until(s->child, guard_deadline(s, &st));
 		if (may_be_stopped(s, &st) && now >= st.stop_look) {
@@ -436,7 +483,7 @@ supervise(const struct supervision *s)
 				its.it_value = clock_timespec(time_max(next, 1));
 			timerfd_settime(timer, TFD_TIMER_ABSTIME, &its, NULL);
 		}
-		if (poll(p, 3, poll_timeout(timer, next)) < 0 && errno != EINTR)
+		if (poll(p, 4, poll_timeout(timer, next)) < 0 && errno != EINTR)
 			break;
 		while ((sig = signals_take(s->signals)) != 0) {
 			if (sig == SIGCHLD)

@@ -66,7 +66,8 @@ check_guard(void)
 		if (child_prepare(&ch, NULL) < 0 || pipe(started) < 0)
 			_exit(98);
 		close(held[1]); /* now only the guard could hold it */
-		snprintf(script, sizeof(script), "sleep 30 & echo >&%d; wait", started[1]);
+		/* (dash takes a single digit in >&N) */
+		snprintf(script, sizeof(script), "sleep 30 & echo > /dev/fd/%d; wait", started[1]);
 		if (child_spawn(&ch, (char *[]){ "sh", "-c", script, NULL },
 				(char *[]){ "PATH=/usr/bin:/bin", NULL }, &s) < 0)
 			_exit(97);
