@@ -684,7 +684,7 @@ query_break(const struct opts *o)
 	/* The KEY as shown: its control characters as '?' (msg_printable). */
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
-	bool taken, unheard = false, broke = false, changed = false, dead = false;
+	bool taken, unheard = false, broke = false, changed = false, dead = false, halted = false;
 	int64_t left = 0; /* of the broken lease, where it was longest */
 
 	if (!o->yes) {
@@ -731,13 +731,14 @@ query_break(const struct opts *o)
 		changed = changed || node[i].changed;
 		/* (A lock that --min-hold keeps has no command running, nor has a holder whose
 		 * process is gone from this host.) */
-		bool its_gone =
-			node[i].holders == 1 && gone(lock_value_process(node[i].holder, here));
+		const char *process =
+			node[i].holders == 1 ? lock_value_process(node[i].holder, here) : NULL;
 		if (node[i].broke && (node[i].holders > 1 || !lock_value_kept(node[i].holder))) {
-			if (its_gone)
+			if (gone(process))
 				dead = true;
 			else
 				left = time_max(left, node[i].left);
+			halted = halted || stopped(process);
 		}
 		if (node[i].answered)
 			text_breaking(stdout, prefix, shown, &node[i]);
@@ -760,7 +761,12 @@ query_break(const struct opts *o)
 		 * it, unless renewals fail, when the lease's end stops the command. */
 		duration_format(left / 3, within, sizeof(within));
 		duration_format(left, most, sizeof(most));
-		if (several)
+		if (halted && !several) /* stopped, it renews nothing: its guard ends it */
+			printf("its process is stopped: its guard kills its command as the lease "
+			       "ends, within %s, unless it is continued first (then it stops, "
+			       "76)\n",
+			       most);
+		else if (several)
 			printf("their commands run on until their next renewals find the break, "
 			       "within %s (%s if their renewals fail), then are stopped (76)\n",
 			       within, most);

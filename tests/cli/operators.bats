@@ -227,6 +227,22 @@ assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o'
 	reap_ok "$holder" "$waiter"
 }
 
+@test "--break of a holder stopped with SIGSTOP: its guard ends it as the lease ends, unless it is continued first" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; exec sleep 60" &
+	local holder=$!
+	wait_until 5 test -s "$dir/ready"
+	kill -STOP "$holder"
+	is_stopped() { [[ $(awk '{ print $3 }' "/proc/$1/stat") == T ]]; }
+	wait_until 5 is_stopped "$holder"
+	run "$RR" --break --yes job
+	kill -CONT "$holder"
+	assert_success
+	# (Stopped, it renews nothing: no renewal will find the break.)
+	assert_line --index 1 --regexp "^its process is stopped: its guard kills its command as the lease ends, within [0-9.]+m?s, unless it is continued first \(then it stops, 76\)$"
+	reap "$holder"
+	assert_equal "$status" 76
+}
+
 @test "--status of a semaphore or shared lock whose holder's process is gone: marked, in text and JSON" {
 	local mode key pid status
 	for mode in -s "-l 2"; do
