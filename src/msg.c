@@ -70,21 +70,51 @@ msg_verbose(void)
 static void emit(const char *lead, const char *tail, size_t cols, const char *fmt, va_list ap)
 	__attribute__((format(printf, 4, 0)));
 
+/* The first and the last of the len bytes of s, "..." between them, into buf (size bytes, at
+ * least 16), cut between characters of UTF-8: a message too long for its line keeps what it
+ * ends with, the reason and what is done, and loses the middle of a long name. Its length. */
+static size_t
+elide(char *buf, size_t size, const char *s, size_t len)
+{
+	size_t head = (size - 4) / 2, tail = size - 4 - head;
+	const char *end = s + len - tail;
+
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	while (((unsigned char)*end & 0xc0) == 0x80)
+		end++;
+	memcpy(buf, s, head);
+	memcpy(buf + head, "...", 3);
+	memcpy(buf + head + 3, end, (size_t)(s + len - end));
+	return head + 3 + (size_t)(s + len - end);
+}
+
 /* Formats "<lead>redlock-run: <message><tail>" and writes it in one go; with cols > 0, what
  * follows lead is cut to fewer columns than that (a character a column). */
 static void
 emit(const char *lead, const char *tail, size_t cols, const char *fmt, va_list ap)
 {
 	char line[1024];
+	va_list again;
 	int n = snprintf(line, sizeof(line), "%s" PREFIX, lead);
-	int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	size_t len;
+	size_t room = sizeof(line) - strlen(tail) - 1, len;
+	int m;
 
-	if (m < 0)
+	va_copy(again, ap);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	if (m < 0) {
+		va_end(again);
 		return;
+	}
 	len = (size_t)n + (size_t)m;
-	if (len > sizeof(line) - strlen(tail) - 1)
-		len = sizeof(line) - strlen(tail) - 1;
+	if (len > room) {
+		char *whole = malloc((size_t)m + 1);
+		len = room; /* or, out of memory, its start alone */
+		if (whole && vsnprintf(whole, (size_t)m + 1, fmt, again) == m)
+			len = (size_t)n + elide(line + n, room - (size_t)n, whole, (size_t)m);
+		free(whole);
+	}
+	va_end(again);
 	line[len] = '\0';
 	msg_printable(line + n);
 	if (cols > 0) {

@@ -45,6 +45,29 @@ control(void)
 	msg_error("cannot take %s", "two\nlines\x1b[2J\x7f");
 }
 
+/* A name of 3000 bytes, 'é' after 'é'. */
+static void
+long_name(void)
+{
+	static char name[3001];
+
+	for (size_t i = 0; i + 1 < sizeof(name); i += 2)
+		memcpy(name + i, "\xc3\xa9", 2);
+	msg_error("lost the lock on %s: it was broken by %s; %s", name, "web-1:42",
+		  "stopping the command");
+}
+
+/* Whether s is whole UTF-8 (as long_name writes it): no sequence cut. */
+static bool
+whole_utf8(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s == 0xc3 ? (unsigned char)s[1] != 0xa9 || !*++s
+					      : ((unsigned char)*s & 0x80) != 0)
+			return false;
+	return true;
+}
+
 static void
 progress(void)
 {
@@ -75,6 +98,16 @@ main(void)
 	/* A name with control characters in it stays on its line, and sends the terminal none. */
 	CHECK_STR(capture(control), "redlock-run: cannot take two?lines?[2J?\n");
 	CHECK_STR(msg_printable((char[]){ "a\tb\xc3\xa9" }), "a?b\xc3\xa9");
+	/* One too long for a line keeps its start and its end (the reason, what is done), and
+	 * loses the middle, between characters. */
+	const char *cut = capture(long_name),
+		   *end = "\xc3\xa9: it was broken by web-1:42; stopping "
+			  "the command\n";
+	CHECK(strlen(cut) <= 1024 && strlen(cut) > 1000);
+	CHECK(strncmp(cut, "redlock-run: lost the lock on \xc3\xa9", 32) == 0);
+	CHECK(strlen(cut) > strlen(end) && strcmp(cut + strlen(cut) - strlen(end), end) == 0);
+	CHECK(strstr(cut, "\xc3\xa9...\xc3\xa9") && whole_utf8(strstr(cut, "...") + 3));
+	CHECK(whole_utf8(cut));
 
 	CHECK_STR(msg_strerror(ECONNREFUSED, buf, sizeof(buf)), "connection refused");
 	CHECK_STR(msg_strerror(EIO, buf, sizeof(buf)), "input/output error");
