@@ -484,19 +484,22 @@ hello_answer(struct conn *c, const redisReply *r)
 	else
 		c->hello_select = false;
 	if (r->type == REDIS_REPLY_ERROR) {
+		/* Where the password came from, or that there was none (a user alone). */
+		const char *whence = c->url->password_from ? "; the password came from " : "",
+			   *from = c->url->password_from ? c->url->password_from : "";
+		if (!c->url->password)
+			whence = "; no password was given (redis://USER:PASSWORD@HOST, or "
+				 "--password-file)";
 		if (!auth)
 			fail(c, CONN_REFUSED, "cannot select db %d on %s: %s", c->url->db,
 			     c->address, r->str);
 		else if (c->url->user)
 			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %.*s%s%s",
 			     c->url->user, c->address, msg_quoted_len(r->str, strlen(r->str)),
-			     r->str, c->url->password_from ? "; the password came from " : "",
-			     c->url->password_from ? c->url->password_from : "");
+			     r->str, whence, from);
 		else
 			fail(c, CONN_REFUSED, "authentication refused by %s: %.*s%s%s", c->address,
-			     msg_quoted_len(r->str, strlen(r->str)), r->str,
-			     c->url->password_from ? "; the password came from " : "",
-			     c->url->password_from ? c->url->password_from : "");
+			     msg_quoted_len(r->str, strlen(r->str)), r->str, whence, from);
 		return;
 	}
 	if (!c->hello_auth && !c->hello_select)

@@ -538,6 +538,15 @@ sentinel_credentials(struct redis_url *u)
 	return 0;
 }
 
+/* "st", "nd", "rd" or "th", after n. */
+static const char *
+ordinal_suffix(size_t n)
+{
+	if (n % 100 / 10 == 1)
+		return "th";
+	return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
 /*
  * Parses the servers' URLs, separated by blanks in one string (REDLOCK_URL) or one per -r, and
  * gives each URL without a password the one from the first of: --password-file,
@@ -573,9 +582,13 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 			/* One string of several URLs (REDLOCK_URL) separates them by blanks. */
 			bool commas = *source && strstr(urls[o->nurls], ",") &&
 				      strstr(strchr(urls[o->nurls], ',') + 1, "://");
-			out = usage_error(err, size, "invalid Redis URL%s: %s%s", source, why,
-					  commas ? "; servers are separated by spaces, not commas"
-						 : "");
+			char which[48] = ""; /* (a URL is not echoed: it may hold a password) */
+			if (n > 1)
+				snprintf(which, sizeof(which), " (the %zu%s of %zu)", o->nurls + 1,
+					 ordinal_suffix(o->nurls + 1), n);
+			out = usage_error(
+				err, size, "invalid Redis URL%s%s: %s%s", which, source, why,
+				commas ? "; servers are separated by spaces, not commas" : "");
 			break;
 		}
 		url_address(u, a, sizeof(a));

@@ -354,6 +354,8 @@ url_parse(const char *s, struct redis_url *url, char *err, size_t size)
 		return fail(err, size, "no scheme: did you mean redis://[user:password@]host...?");
 	if (*s && !strstr(s, "://") && *s == '/')
 		return fail(err, size, "'%s' has no scheme: a Unix socket is unix://%s", s, s);
+	if (strncmp(s, "unix:", 5) == 0 && !strstr(s, "://"))
+		return fail(err, size, "'%s': a Unix socket is unix://%s", s, s + 5);
 	if (*s && !strstr(s, "://"))
 		return fail(err, size, "'%s' has no scheme: did you mean redis://%s?", s, s);
 	return fail(err, size,

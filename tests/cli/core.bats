@@ -362,6 +362,10 @@ section() {
 		-r "unix://deployer@$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == "redlock-run: authentication as 'deployer' refused by "* ]]
+	# A user with no password at all: said.
+	run --separate-stderr "$REDLOCK_RUN" -r "unix://deployer@$(redis_sock locked)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == "redlock-run: authentication as 'deployer' refused by "*"; no password was given (redis://USER:PASSWORD@HOST, or --password-file)" ]]
 }
 
 @test "Redis unreachable or a db that does not exist: 69, naming the address" {
@@ -426,6 +430,12 @@ EOF_CASES
 	run --separate-stderr env REDLOCK_URL=redis://host:0 "$REDLOCK_RUN" job -- true
 	assert_equal "$status" 64
 	assert_equal "${stderr_lines[0]}" "redlock-run: invalid Redis URL in REDLOCK_URL: the port must be a number from 1 to 65535, not '0'"
+	# Of several, which one (the URL itself is not shown: it may hold a password).
+	run --separate-stderr env REDLOCK_URL="redis://a redis://:pw@:6379 redis://c" "$REDLOCK_RUN" job -- true
+	assert_equal "$status" 64
+	assert_equal "${stderr_lines[0]}" "redlock-run: invalid Redis URL (the 2nd of 3) in REDLOCK_URL: missing host"
+	run --separate-stderr "$REDLOCK_RUN" -r redis://a -r redis://b -r redis://c -r redis:// job -- true
+	assert_equal "${stderr_lines[0]}" "redlock-run: invalid Redis URL (the 4th of 4): missing host"
 }
 
 @test "REDLOCK_URL set but empty (a CI secret that is missing) is a usage error, not this host's Redis" {

@@ -103,6 +103,8 @@ main(void)
 	rejects("host:6379", "'host:6379' has no scheme: did you mean redis://host:6379?");
 	rejects("/run/redis.sock", "'/run/redis.sock' has no scheme: a Unix socket is "
 				   "unix:///run/redis.sock");
+	rejects("unix:/run/redis.sock", "'unix:/run/redis.sock': a Unix socket is "
+					"unix:///run/redis.sock");
 	rejects("bob:s3cret@h", "no scheme: did you mean redis://[user:password@]host...?");
 	CHECK(strstr(err, "s3cret") == NULL); /* a password is never in a message */
 	rejects("", "unknown scheme");
