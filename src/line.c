@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "acquisition.h"
@@ -26,12 +27,20 @@ send_leave(struct lock *l, struct nodes *ns, size_t i, int64_t due, int intr_fd)
 }
 
 /* The progress line of a wait: who holds the lock, and how much of their lease is left; or,
- * when no holder was found (young nodes only), what we wait for (l->error). */
+ * when no holder was found (young nodes only), what we wait for (l->error). A holder that is
+ * the redlock-run whose command started us (nested on the same KEY, which flock(1) would wait
+ * for as well) is named even without -v: a wait that may never end is not left silent. */
 static void
 show_wait(struct lock *l, struct acquisition *q, int64_t left)
 {
 	char holder[LOCK_HOLDER_MAX], buf[32];
+	const char *ours = getenv("REDLOCK_TOKEN");
 
+	if (l->holder[0] && ours && strcmp(l->holder, ours) == 0 && strcmp(q->shown, ours) != 0)
+		msg_warn("%s is held by the redlock-run whose command started this one (its "
+			 "REDLOCK_TOKEN): this waits until that command ends (for ever, if it "
+			 "waits for this one)",
+			 l->key);
 	if (!l->holder[0]) {
 		msg_progress("waiting for %s (%s)", l->key, l->error);
 		snprintf(q->shown, sizeof(q->shown), "%s", l->error);

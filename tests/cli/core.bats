@@ -176,6 +176,17 @@ section() {
 	done
 }
 
+@test "a run inside the command on the same KEY waits for its own parent: said, even without -v" {
+	run --separate-stderr "$RR" nest -- sh -c '"$1" -w 1s "$REDLOCK_KEY" -- echo never; echo "inner $?"' sh "$RR"
+	assert_success
+	assert_output "inner 75"
+	assert_equal "$stderr" "redlock-run: nest is held by the redlock-run whose command started this one (its REDLOCK_TOKEN): this waits until that command ends (for ever, if it waits for this one)"
+	# Another KEY is no concern of it.
+	run --separate-stderr "$RR" nest -- sh -c '"$1" -w 1s other -- echo ran' sh "$RR"
+	assert_output ran
+	assert_equal "$stderr" ""
+}
+
 @test "a fence counter that holds what no fence can be counts as lost: the next fence is the clock's" {
 	local bad first second
 	# (Written by something else: not a whole number below 2^53 - 1.)
