@@ -100,11 +100,15 @@ read_state(struct lock *l, const char *address, const struct reply *r, struct lo
 	size_t len;
 
 	st->held_for = -1;
-	if (reply_type(r) == REPLY_ARRAY && reply_count(r) == 2 &&
+	if (reply_type(r) == REPLY_ARRAY && reply_count(r) == 3 &&
 	    reply_type(reply_element(r, 0)) == REPLY_ARRAY) {
+		const struct reply *canceller = reply_element(r, 2);
 		int out = read_state(l, address, reply_element(r, 0), st);
 		if (out == 0)
 			read_line(reply_element(r, 1), st);
+		if (out == 0 && reply_type(canceller) == REPLY_STRING)
+			snprintf(st->cancelled_by, sizeof(st->cancelled_by), "%s",
+				 reply_string(canceller, NULL));
 		return out;
 	}
 	if ((st->foreign = foreign(l, address, r, "")))
@@ -212,6 +216,7 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			snprintf(st->value, sizeof(st->value), "%s", node[i].value);
 			st->process = node[i].process;
 			st->kept = node[i].kept;
+			memcpy(st->cancelled_by, node[i].cancelled_by, sizeof(st->cancelled_by));
 			st->held_for = node[i].held_for;
 			st->ttl = nodes_quorum_until(ns, ends, same);
 			st->ttl = st->ttl == TIME_NEVER ? -1 : st->ttl;
@@ -253,11 +258,11 @@ int
 lock_query(struct lock *l, struct nodes *ns, int64_t deadline, const bool *skip,
 	   struct lock_state *node, struct lock_state *st)
 {
-	const char *args[4] = { l->key, l->fence_key, l->waiting_key, l->queue_key };
+	const char *args[5] = { l->key, l->fence_key, l->waiting_key, l->queue_key, l->broken_key };
 	struct call call;
 	struct answer a;
 
-	call_init(&call, &script_query, 4, 4, args);
+	call_init(&call, &script_query, 5, 5, args);
 	for (size_t i = 0; i < nodes_count(ns); i++) {
 		memset(&node[i], 0, sizeof(node[i]));
 		node[i].fence = -1;

@@ -345,12 +345,15 @@ put_column(FILE *out, const char *s, int width)
 		fputc(' ', out);
 }
 
-/* What --status says of the holder, in a word after it: kept by --min-hold, or, on this host,
- * its process gone (the lease runs out by itself) or stopped (it renews nothing). */
+/* What --status says of the holder, in a word after it: kept by --min-hold, cancelled by a newer
+ * run, or, on this host, its process gone (the lease runs out by itself) or stopped (it renews
+ * nothing). */
 static const char *
 holder_mark(const struct lock_state *st)
 {
-	return lock_value_kept(st->value) ? " (kept)" : query_process_mark(st->process);
+	return lock_value_kept(st->value) ? " (kept)"
+	       : st->cancelled_by[0]      ? " (cancelled)"
+					  : query_process_mark(st->process);
 }
 
 /* One line of the table: KEY MODE HOLDER TAKEN LEFT FENCE WAITING. */

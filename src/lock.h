@@ -201,14 +201,16 @@ struct lock_state {
 		int64_t ttl;
 		const char *process;
 	} holder[LOCK_STATE_HOLDERS];
-	int64_t held_for;         /* a lock: how long its holder has held it (ns), from its
-				   * fence and the server's clock; -1: cannot tell */
-	bool kept;                /* a lock: its holder's command has finished, and --min-hold
-				   * keeps it taken for the rest of ttl */
-	long long waiting;        /* how many wait for it, */
-	long long waiting_shared; /* of which shared */
-	size_t nwaiters;          /* some of them: the first in arrival order, when the line
-				   * keeps it (ordered), else exclusive ones first */
+	int64_t held_for; /* a lock: how long its holder has held it (ns), from its
+			   * fence and the server's clock; -1: cannot tell */
+	bool kept;        /* a lock: its holder's command has finished, and --min-hold
+			   * keeps it taken for the rest of ttl */
+	char cancelled_by[LOCK_HOLDER_MAX]; /* a lock: the newer run that cancelled its holder
+					     * (--cancel-running), "HOST:PID"; "" if none */
+	long long waiting;                  /* how many wait for it, */
+	long long waiting_shared;           /* of which shared */
+	size_t nwaiters; /* some of them: the first in arrival order, when the line
+			  * keeps it (ordered), else exclusive ones first */
 	bool ordered;
 	struct {
 		char value[LOCK_HOLDER_MAX];

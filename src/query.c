@@ -215,6 +215,11 @@ json_state(FILE *out, const struct lock_state *st, bool decided)
 		fprintf(out, "\"%s\"", process);
 	else
 		fputs("null", out);
+	fputs(", \"cancelled_by\": ", out);
+	if (st->held && st->cancelled_by[0])
+		json_string(out, st->cancelled_by);
+	else
+		fputs("null", out);
 	json_line(out, st);
 	if (!decided)
 		fputs(", \"mode\": null, \"limit\": null, \"holders\": null", out);
@@ -355,6 +360,11 @@ text_state(FILE *out, const char *prefix, const char *key, const struct lock_sta
 	else if (!st->kept && stopped(st->process))
 		fprintf(out, "; its process is stopped (Ctrl-Z or SIGSTOP): it renews nothing, and "
 			     "the lease runs out unless it is continued");
+	if (st->cancelled_by[0])
+		fprintf(out,
+			"; cancelled by %s (--cancel-running): its command is being stopped, "
+			"or will be at its next renewal",
+			st->cancelled_by);
 	fputc('\n', out);
 }
 

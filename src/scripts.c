@@ -772,17 +772,18 @@ struct script script_leave = {
 };
 
 /*
- * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] its places, KEYS[4] its queue (see LINE).
- * Returns {state, line}. The state: {value, PTTL, fence}, with false for a value or fence that
- * is not there; for a semaphore or a shared lock, {-1, "limit:N" or "shared", fence, then each
- * live holder's value and ms left, the first to end first, 16 at most, then how many there
- * are}. The line: {the server's time (ms), how many exclusive waiters, how many shared ones,
- * then 16 at most, each with how long it has waited (ms) and how long its place lasts (ms: when
- * it looks again at the latest, unless a release wakes it)}: the first 16 of the queues, in
- * arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with
- * -1 for the time waited. An error "FOREIGN what" for a KEY that is not a lock, as a run finds
- * it (see ALIEN: a lock's token is told by what was read already; a sorted set is asked).
- * Reads only: the places that are over are skipped, not removed.
+ * KEYS[1] the lock, KEYS[2] its fence counter, KEYS[3] its places, KEYS[4] its queue, KEYS[5] the
+ * fates (see LINE). Returns {state, line, canceller}. The state: {value, PTTL, fence}, with false
+ * for a value or fence that is not there; for a semaphore or a shared lock, {-1, "limit:N" or
+ * "shared", fence, then each live holder's value and ms left, the first to end first, 16 at most,
+ * then how many there are}. The line: {the server's time (ms), how many exclusive waiters, how many
+ * shared ones, then 16 at most, each with how long it has waited (ms) and how long its place lasts
+ * (ms: when it looks again at the latest, unless a release wakes it)}: the first 16 of the queues,
+ * in arrival order; or, when nobody is queued (a line that keeps no order), 8 of each kind, with -1
+ * for the time waited. The canceller: "HOST:PID" of the newer run that cancelled the holder
+ * (--cancel-running, see FATES), or false. An error "FOREIGN what" for a KEY that is not a lock, as
+ * a run finds it (see ALIEN: a lock's token is told by what was read already; a sorted set is
+ * asked). Reads only: the places that are over are skipped, not removed.
  */
 struct script script_query = {
 	.text = ALIEN COUNTER
@@ -811,6 +812,13 @@ struct script script_query = {
 		"   or (kind == 'zset' and alien()) then\n"
 		"  return foreign()\n"
 		"end\n"
+		"local canceller = false\n"
+		"if kind == 'string' and string.find(out[1], ':%d+:latest:cancel') then\n"
+		"  local fate = redis.pcall('HGET', KEYS[5], out[1])\n"
+		"  if type(fate) == 'string' and string.sub(fate, 1, 13) == 'cancelled by ' then\n"
+		"    canceller = string.sub(fate, 14)\n"
+		"  end\n"
+		"end\n"
 		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
 		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"
 		"local queued = {}\n"
@@ -829,7 +837,7 @@ struct script script_query = {
 		"  line[#line + 1] = math.max(now - math.floor(queued[i][1] / 1000), 0)\n"
 		"  line[#line + 1] = queued[i][3]\n"
 		"end\n"
-		"if #queued > 0 then return {out, line} end\n"
+		"if #queued > 0 then return {out, line, canceller} end\n"
 		"for _, w in ipairs({\n"
 		"    redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 8),\n"
 		"    redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. -now, 'WITHSCORES', 'LIMIT', 0,\n"
@@ -840,7 +848,7 @@ struct script script_query = {
 		"    line[#line + 1] = math.abs(tonumber(w[i + 1])) - now\n"
 		"  end\n"
 		"end\n"
-		"return {out, line}\n",
+		"return {out, line, canceller}\n",
 };
 
 /*

@@ -352,6 +352,33 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(keys_but_fences | grep -v ':broken$')" ""
 }
 
+@test "--cancel-running: while the holder stops, --status and --list say who cancelled it" {
+	"$RR" -t 30s --grace 30s --queue latest --cancel-running job \
+		-c "trap 'echo > $dir/term' TERM; echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" 2>/dev/null &
+	holder=$!
+	wait_until 10 test -s "$dir/ready"
+	"$RR" --queue latest --cancel-running job -c "echo newcomer >> $dir/ran" &
+	newcomer=$!
+	wait_until 15 test -e "$dir/term"
+	run -75 "$RR" --status job
+	assert_line --index 0 --regexp "; cancelled by $(hostname):$newcomer \(--cancel-running\): its command is being stopped, or will be at its next renewal$"
+	run -75 "$RR" --status --json job
+	python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert o["cancelled_by"] == sys.argv[2] and o["nodes"][0]["cancelled_by"] == sys.argv[2], o' \
+		"$output" "$(hostname):$newcomer"
+	run -0 "$RR" --list
+	assert_line --index 1 --regexp "^job +latest +$(hostname):$holder \(cancelled\) "
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 77
+	reap "$newcomer"
+	assert_equal "$status" 0
+	# Free, or held by a run nobody cancelled: null.
+	run -0 "$RR" --status --json job
+	python3 -c 'import json, sys; o = json.loads(sys.argv[1]); assert o["cancelled_by"] is None, o' "$output"
+}
+
 @test "--cancel-running: a holder with a long lease learns it within a second or so, not a third of its TTL" {
 	"$RR" -t 60s --queue latest --cancel-running job \
 		-c "echo ready > $dir/ready; while :; do sleep 0.05; done" 2>"$dir/holder.err" &

@@ -190,7 +190,7 @@ eviction_fields() {
 @test "--status --json: one object with stable fields, that python3 -m json.tool parses" {
 	run "$RR" --status --json job
 	assert_success
-	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "held_ms": null, "kept": false, "process": null, "queue": "fifo", "waiting": 0, "in_order": false, "waiters": [], "stalled_ms": null, "mode": "exclusive", "limit": 1, "holders": []'
+	free='"held": false, "host": null, "pid": null, "token": null, "ttl_ms": null, "fence": null, "held_ms": null, "kept": false, "process": null, "cancelled_by": null, "queue": "fifo", "waiting": 0, "in_order": false, "waiters": [], "stalled_ms": null, "mode": "exclusive", "limit": 1, "holders": []'
 	assert_output "{\"key\": \"job\", $free, $(eviction_fields), \"quorum\": 1, \"nodes\": [{\"address\": \"$(redis_sock main)\", \"reachable\": true, $free, $(eviction_fields), \"replica_of\": null}]}"
 	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
 	holder=$!
