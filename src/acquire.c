@@ -453,6 +453,12 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
  * or can no longer grant it. Taken, it holds on the quorum until the quorum-th latest of the
  * granting nodes' lease ends, and counts only while two thirds of that are ahead
  * (lock_grant_in_time). Not taken, whatever was taken is given back.
+ *
+ * Split with another run (some nodes ours, some its), the nodes still to answer are waited for
+ * no longer than the others took, twice over (LOCK_STRAGGLER at least): a frozen node would keep
+ * both runs waiting for it until their requests time out, and both would find the nodes split
+ * again, round after round, for as long as it stays frozen (while the others could make a
+ * quorum); cut short, the round is a split, and each tries again after a random pause.
  */
 static enum attempt_outcome
 attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd, int intr_fd)
@@ -461,7 +467,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	char took[32], lease[32];
 	struct call call;
 	struct answer a;
-	int64_t deadline, valid;
+	int64_t deadline, valid, straggle = TIME_NEVER;
 	int fenced;
 	bool waiting;
 
@@ -484,17 +490,21 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			call_send(ns, i, &call, due_from(l, ns, i, deadline), intr_fd, false);
 	q->pipelined = false;
 	while (!rd->twice && verdict(ns, rd) == VERDICT_OPEN) {
-		enum conn_result res = next_answer(ns, &call, TIME_NEVER, deadline, intr_fd, &a);
+		enum conn_result res = next_answer(ns, &call, straggle, deadline, intr_fd, &a);
+		int64_t now;
 		if (res == CONN_INTERRUPTED) {
 			settle_interrupted(l, ns, rd);
 			return ATTEMPT_INTERRUPTED;
 		}
 		if (res != CONN_OK)
-			break; /* not while undecided: every node answers, or fails by its deadline
-				*/
-		count_answer(l, ns, q, rd, &a, clock_now());
+			break; /* undecided: every node answers, or fails by its deadline, but for
+				* the stragglers of a split */
+		now = clock_now();
+		count_answer(l, ns, q, rd, &a, now);
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
+		if (straggle == TIME_NEVER && rd->yes && rd->held)
+			straggle = now + time_max(now - rd->start, LOCK_STRAGGLER);
 	}
 	if (rd->twice) {
 		give_back(l, ns, rd);

@@ -136,6 +136,19 @@ matrix() {
 	clean_on 2
 }
 
+@test "nodes split with another holder while one is frozen: tried again soon, not after its timeout" {
+	wait_until 5 nodes_old 2 1 2 3
+	# Another run holds q2 for 800ms more, q3 is frozen: a round gets q1 alone. Waiting for q3
+	# until the request's timeout would outlast -w; cut short, the round is a split, tried
+	# again after a random pause until q2 is free.
+	rcli_on q2 set job "$OTHER" px 800 >/dev/null
+	node_freeze 3
+	run "$RR" -w 2.5s -t 2s job -- echo ran
+	node_thaw 3
+	assert_success
+	assert_output ran
+}
+
 @test "one server of 3 down, one slow, the lock held on the third: a waiter waits, never 69" {
 	wait_until 5 nodes_old 2 1 2
 	"$RR" -t 2s job -c "echo started > $dir/started; until [ -e $dir/go ]; do sleep 0.05; done" &
