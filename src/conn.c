@@ -737,10 +737,16 @@ connect_timer(struct conn *c, int64_t now)
 enum conn_result
 conn_start(struct conn *c, int64_t deadline)
 {
+	char was[sizeof(c->address)];
+
 	conn_close(c);
 	c->failure = CONN_OK;
-	/* The URL may point elsewhere by now: a Sentinel named another master. */
+	/* The URL may point elsewhere by now (a Sentinel named another master, a cluster's
+	 * server was given up on): the address that worked for the old place is not tried. */
+	memcpy(was, c->address, sizeof(was));
 	url_address(c->url, c->address, sizeof(c->address));
+	if (strcmp(was, c->address) != 0)
+		c->last_len = 0;
 	if (c->url->scheme == URL_TLS && !tls_available())
 		return fail(c, CONN_REFUSED, "cannot connect to %s: this build has no TLS support",
 			    c->address);

@@ -467,18 +467,25 @@ first_owner() {
 	wait_until 30 cluster_settled
 }
 
-@test "the slot's owner frozen past a failover: it grants the waiter it held nothing as it resumes" {
-	local m key replica url pid
+# freeze_owner_under_a_line: the first owner (see first_owner) frozen under a holder of $key
+# (-t 1s, logging in $dir/h until $dir/h/go exists) and a waiter (-v, its stderr in $dir/err,
+# logging in $dir once): their pids in $holder and $waiter, the owner's in $pid.
+freeze_owner_under_a_line() {
 	first_owner
 	mkdir "$dir/h"
 	"$RR" -r "$url" -t 1s "$key" -- sh -c "$RUN_LOGGED" sh "$dir/h" 2>"$dir/holder.err" &
-	local holder=$!
+	holder=$!
 	wait_until 5 test -s "$dir/h/log"
 	"$RR" -v -r "$url" -t 1s "$key" -- sh -c "$RUN_LOGGED" sh "$dir" once 2>"$dir/err" &
-	local waiter=$!
+	waiter=$!
 	wait_until 5 grep -q "waiting for" "$dir/err"
 	pid=$(redis_pid "$m")
 	kill -STOP "$pid"
+}
+
+@test "the slot's owner frozen past a failover: it grants the waiter it held nothing as it resumes" {
+	local m key replica url pid holder waiter
+	freeze_owner_under_a_line
 	# The replica takes over (the node timeout is 2s); the holder loses the lock there as it
 	# cannot renew it; another run takes it on the new owner.
 	promoted() { [[ $(rcli_on "$replica" role | head -1) == master ]]; }
@@ -505,6 +512,31 @@ first_owner() {
 	no_overlap
 	run wc -l <"$dir/log"
 	assert_output 4
+	wait_until 30 cluster_settled
+}
+
+@test "the slot's owner frozen for good: a waiter blocked on it and a run that names it first move on" {
+	local m key replica url pid holder waiter
+	freeze_owner_under_a_line
+	promoted() { [[ $(rcli_on "$replica" role | head -1) == master ]]; }
+	# A server that takes requests and never answers is no place to wait, nor a seed to
+	# ask: both go to the next place, which names the new owner. (Before, the waiter stayed
+	# with the frozen owner, and a run that named it first never got past it.)
+	if wait_until 30 promoted && wait_until 30 gone "$waiter"; then
+		"$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$m"),127.0.0.1:$(redis_port "$replica")" \
+			-w 30s "$key" -- true 2>"$dir/seed.err"
+		echo "$?" >"$dir/seed.status"
+	fi
+	kill -CONT "$pid"
+	reap "$waiter"
+	cat "$dir/err"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/seed.status")" 0
+	touch "$dir/h/go"
+	reap "$holder"
+	assert_equal "$status" 76
+	demoted() { [[ $(rcli_on "$m" role | head -1) == slave ]]; }
+	wait_until 30 demoted
 	wait_until 30 cluster_settled
 }
 
