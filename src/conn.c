@@ -374,9 +374,11 @@ open_timed_out(struct conn *c)
 	case PHASE_HANDSHAKE:
 		/* A plain server takes the TLS hello for the start of an inline command, and
 		 * waits for the rest of it. */
-		return fail(c, CONN_TIMEOUT,
-			    "no TLS handshake with %s in time (a plain port? use redis://)",
-			    c->address);
+		return fail(
+			c, CONN_TIMEOUT,
+			"no TLS handshake with %s in time (a plain port? use redis://; else the "
+			"server is frozen or overloaded)",
+			c->address);
 	default:
 		return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
 	}
