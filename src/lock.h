@@ -63,7 +63,7 @@ struct lock {
 #define LOCK_IO_TIMEOUT (5 * NS_PER_S)
 #define LOCK_LAST_ANSWER (250 * NS_PER_MS)
 /* How long a split round waits for the nodes still to answer, at least (see attempt). */
-#define LOCK_STRAGGLER (50 * NS_PER_MS)
+#define LOCK_STRAGGLER (10 * NS_PER_MS)
 /* How long a wait without end rides out a server that stopped answering: a restart, or a
  * Sentinel failover with its default 30s of down-after-milliseconds. */
 #define LOCK_OUTAGE (60 * NS_PER_S)
