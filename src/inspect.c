@@ -216,12 +216,15 @@ quorum_view(struct lock *l, const struct nodes *ns, const struct lock_state *nod
 			snprintf(st->value, sizeof(st->value), "%s", node[i].value);
 			st->process = node[i].process;
 			st->kept = node[i].kept;
-			memcpy(st->cancelled_by, node[i].cancelled_by, sizeof(st->cancelled_by));
 			st->held_for = node[i].held_for;
 			st->ttl = nodes_quorum_until(ns, ends, same);
 			st->ttl = st->ttl == TIME_NEVER ? -1 : st->ttl;
 		}
 	}
+	/* Cancelled where any node says so: the holder's renewal acts on the first it finds. */
+	for (size_t i = 0; i < n && st->held && !st->cancelled_by[0]; i++)
+		if (node[i].answered && strcmp(node[i].value, st->value) == 0)
+			memcpy(st->cancelled_by, node[i].cancelled_by, sizeof(st->cancelled_by));
 	if (st->held)
 		holder_fence(ns, node, st);
 	if (st->held || best + (n - answered) < q)

@@ -6,6 +6,7 @@
 #include "query.h"
 
 #include <fnmatch.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,7 +318,7 @@ columns(const char *s, size_t *len)
 	if (!utf8 && !(utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0)))
 		return ((unsigned char)*s & 0xc0) != 0x80; /* a character, not a continuation */
 	was = uselocale(utf8);
-	size_t n = mbrtowc(&wc, s, strlen(s), &state);
+	size_t n = mbrtowc(&wc, s, strnlen(s, MB_LEN_MAX), &state);
 	if (n != (size_t)-1 && n != (size_t)-2 && n != 0) {
 		*len = n;
 		w = wcwidth(wc);

@@ -79,9 +79,10 @@ elide(char *buf, size_t size, const char *s, size_t len)
 	size_t head = (size - 4) / 2, tail = size - 4 - head;
 	const char *end = s + len - tail;
 
-	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+	/* (A character takes 4 bytes at most: bytes that are not UTF-8 are cut anywhere.) */
+	for (int k = 0; k < 3 && head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80; k++)
 		head--;
-	while (((unsigned char)*end & 0xc0) == 0x80)
+	for (int k = 0; k < 3 && ((unsigned char)*end & 0xc0) == 0x80; k++)
 		end++;
 	memcpy(buf, s, head);
 	memcpy(buf + head, "...", 3);

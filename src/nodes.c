@@ -742,10 +742,9 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 	/* A cluster's server that took the request and sat on it (frozen, a stalled machine) is
 	 * as good as gone for the next one, which goes to the next place that can say where the
 	 * slot is: a failover may have moved it, and a seed that does not answer is no seed. (If
-	 * it has not moved, the owner is named again.) What was queued behind goes unanswered, as
-	 * it would have. */
-	if (a->result == CONN_TIMEOUT && n->cluster && cluster_next_seed(n->cluster))
-		conn_close(n->conn);
+	 * it has not moved, the owner is named again.) The timeout closed the connection. */
+	if (a->result == CONN_TIMEOUT && n->cluster)
+		cluster_next_seed(n->cluster);
 	if (n->sentinel && stepped_down(a) && n->resends < NODE_RESENDS &&
 	    clock_now() < n->deadline)
 		t = take_again(ns, n, a, intr_fd);

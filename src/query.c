@@ -771,10 +771,10 @@ query_break(const struct opts *o)
 		 * it, unless renewals fail, when the lease's end stops the command. */
 		duration_format(left / 3, within, sizeof(within));
 		duration_format(left, most, sizeof(most));
-		if (halted && !several) /* stopped, it renews nothing: its guard ends it */
-			printf("its process is stopped: its guard kills its command as the lease "
-			       "ends, within %s, unless it is continued first (then it stops, "
-			       "76)\n",
+		if (halted && !several) /* stopped, it renews nothing */
+			printf("its process is stopped: continued, it stops its command (76); "
+			       "stopped alone (SIGSTOP), its guard kills the command as the lease "
+			       "ends, within %s\n",
 			       most);
 		else if (several)
 			printf("their commands run on until their next renewals find the break, "

@@ -443,6 +443,9 @@ supervise(const struct supervision *s)
 	struct outcome out = { 0 };
 
 	sigemptyset(&st.forwarded);
+	/* A continue from before the command started (a waiter stopped and continued) says
+	 * nothing of the renewals to come. */
+	signals_take_cont(s->signals);
 	reap(s, &st);
 	for (;;) {
 		struct pollfd p[4] = {

@@ -238,7 +238,7 @@ assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o'
 	kill -CONT "$holder"
 	assert_success
 	# (Stopped, it renews nothing: no renewal will find the break.)
-	assert_line --index 1 --regexp "^its process is stopped: its guard kills its command as the lease ends, within [0-9.]+m?s, unless it is continued first \(then it stops, 76\)$"
+	assert_line --index 1 --regexp "^its process is stopped: continued, it stops its command \(76\); stopped alone \(SIGSTOP\), its guard kills the command as the lease ends, within [0-9.]+m?s$"
 	reap "$holder"
 	assert_equal "$status" 76
 }
