@@ -448,6 +448,16 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
 	return -1;
 }
 
+/* How long a split round waits for the nodes still to answer, at least: LOCK_STRAGGLER, twice as
+ * long after each round cut short (8 times at most), so that a node that is merely far (a
+ * holder's quorum, or ours) answers in time in a round or two, while a frozen one holds a round
+ * up little longer than a random pause (see pause_randomly). */
+static int64_t
+straggler_wait(const struct acquisition *q)
+{
+	return LOCK_STRAGGLER << (q->cuts < 3 ? q->cuts : 3);
+}
+
 /*
  * One attempt: the acquire request to every node at once, decided as soon as a quorum granted it
  * or can no longer grant it. Taken, it holds on the quorum until the quorum-th latest of the
@@ -455,9 +465,9 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
  * (lock_grant_in_time). Not taken, whatever was taken is given back.
  *
  * Split with another run (some nodes ours, some its), the nodes still to answer are waited for
- * no longer than the others took, twice over (LOCK_STRAGGLER at least): a frozen node would keep
- * both runs waiting for it until their requests time out, and both would find the nodes split
- * again, round after round, for as long as it stays frozen (while the others could make a
+ * no longer than the others took, twice over, and straggler_wait at least: a frozen node would
+ * keep both runs waiting for it until their requests time out, and both would find the nodes
+ * split again, round after round, for as long as it stays frozen (while the others could make a
  * quorum); cut short, the round is a split, and each tries again after a random pause.
  */
 static enum attempt_outcome
@@ -504,8 +514,10 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		if (a.result == CONN_OK)
 			reply_free(a.reply);
 		if (straggle == TIME_NEVER && rd->yes && rd->held)
-			straggle = now + time_max(now - rd->start, LOCK_STRAGGLER);
+			straggle = now + time_max(now - rd->start, straggler_wait(q));
 	}
+	if (straggle != TIME_NEVER && outstanding(ns) && clock_now() >= straggle)
+		q->cuts++;
 	if (rd->twice) {
 		give_back(l, ns, rd);
 		return ATTEMPT_REFUSED;
@@ -681,6 +693,11 @@ pause_randomly(const struct lock *l, const struct acquisition *q, int intr_fd)
 	int64_t span = time_max(5 * NS_PER_MS, time_min(l->ttl / 30, 50 * NS_PER_MS))
 		       << (q->wait == 0 && q->splits > 0 ? q->splits - 1 : 0);
 	uint32_t r;
+
+	/* Longer than a round cut short holds its nodes, five times over: another run then
+	 * finds them free more often than not. */
+	if (q->cuts)
+		span = time_max(span, 5 * straggler_wait(q));
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
 		r = (uint32_t)clock_now();

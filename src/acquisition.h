@@ -51,6 +51,7 @@ struct acquisition {
 	bool seen_held;      /* a quorum said another holds the lock */
 	bool young_told;     /* a wait for young servers was said (once, even without -v) */
 	int splits;          /* -n: rounds that contenders split, tried again (LOCK_SPLITS) */
+	int cuts;            /* split rounds that stopped waiting for a node (see attempt) */
 	bool in_line;        /* an attempt went out that may have put us in line */
 	/* One server: the next attempt's request went out already, behind the BLPOP, so that
 	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */

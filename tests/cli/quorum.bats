@@ -149,6 +149,21 @@ matrix() {
 	assert_output ran
 }
 
+@test "a far server beside a stale key on another: split rounds wait longer for it, and take the lock" {
+	wait_until 5 nodes_old 2 1 2 3
+	relay_start q3
+	relay_set q3 "delay 40"
+	REDLOCK_URL="$(node_url 1) $(node_url 2) unix://$(relay_sock q3)"
+	# A key another run left on q2 (its give-back lost): q1 and the far q3 make a quorum,
+	# once a round waits long enough for q3 (a wait too short for it, every round, would
+	# split them until -w ran out).
+	rcli_on q2 set job "$OTHER" px 20000 >/dev/null
+	run --separate-stderr "$RR" -w 5s -t 2s job -- echo ran
+	relay_stop
+	assert_success
+	assert_output ran
+}
+
 @test "one server of 3 down, one slow, the lock held on the third: a waiter waits, never 69" {
 	wait_until 5 nodes_old 2 1 2
 	"$RR" -t 2s job -c "echo started > $dir/started; until [ -e $dir/go ]; do sleep 0.05; done" &
