@@ -804,7 +804,7 @@ enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0, holding = 0, not_ours = 0;
-	bool retried[NODES_MAX] = { false }, without[NODES_MAX] = { false };
+	bool retried[NODES_MAX] = { false }, without[NODES_MAX] = { false }, decided = false;
 	char lost_why[sizeof(l->error)] = "";
 	char ttl[32];
 	struct call call;
@@ -863,17 +863,20 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 				/* (A server that never held it says nothing of its loss.) */
 				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);
 			}
-			/* Once a quorum answered, the rest get a moment (twice what the quorum
-			 * took), not the whole deadline: one frozen node does not hold up the
-			 * exit. */
-			if (++answered == nodes_quorum(ns)) {
+			if (++answered == nodes_quorum(ns))
 				l->answered_at = clock_now();
-				deadline = time_min(
-					deadline,
-					l->answered_at +
-						time_min(LOCK_LAST_ANSWER,
-							 time_max(10 * NS_PER_MS,
-								  2 * (l->answered_at - start))));
+			/* Once the answers decided it (a quorum released it, or can no longer),
+			 * the rest get a moment (twice what that took), not the whole deadline:
+			 * one frozen node does not hold up the exit. Before that, a node far away
+			 * is waited for: a quorum that answered is not a quorum that released. */
+			if (!decided && (yes >= nodes_quorum(ns) ||
+					 answered - yes > nodes_count(ns) - nodes_quorum(ns))) {
+				int64_t now = clock_now();
+				decided = true;
+				deadline = time_min(deadline,
+						    now + time_min(LOCK_LAST_ANSWER,
+								   time_max(10 * NS_PER_MS,
+									    2 * (now - start))));
 			}
 		} else {
 			char said[400];
