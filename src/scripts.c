@@ -111,6 +111,16 @@
 	"  return type(by) == 'string' and not string.find(by, ' ', 1, true) and by\n"             \
 	"end\n"
 
+/* `cancelled_by(fates, v)`: who cancelled the holder v ("HOST:PID", see QUEUE_RULES), or false;
+ * only a value that consented to it (":latest:cancel") pays for asking. */
+#define CANCELLED_BY                                                                               \
+	"local function cancelled_by(fates, v)\n"                                                 \
+	"  if not string.find(v, ':%d+:latest:cancel') then return false end\n"                   \
+	"  local fate = redis.pcall('HGET', fates, v)\n"                                          \
+	"  return type(fate) == 'string' and string.sub(fate, 1, 13) == 'cancelled by ' and\n"   \
+	"    string.sub(fate, 14)\n"                                                              \
+	"end\n"
+
 #define NOT_OURS(fence, broken, me)                                                                \
 	"  local info = redis.pcall('INFO', 'server')\n"                                           \
 	"  return {redis.call('EXISTS', " fence ") == 1 and 0 or -1, type(info) == 'string' and\n" \
@@ -514,15 +524,11 @@ static struct script script_acquire = {
  */
 static struct script script_renew = {
 	.writes = true,
-	.text = BROKEN_BY "local holder = redis.pcall('GET', KEYS[1])\n"
+	.text = BROKEN_BY CANCELLED_BY "local holder = redis.pcall('GET', KEYS[1])\n"
 		"if holder == ARGV[1] then\n"
 		"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n" KEEP_FENCE
-		"  if string.find(ARGV[1], ':%d+:latest:cancel') then\n"
-		"    local fate = redis.pcall('HGET', KEYS[3], ARGV[1])\n"
-		"    if type(fate) == 'string' and string.sub(fate, 1, 13) == 'cancelled by ' then\n"
-		"      return redis.error_reply('CANCELLED ' .. string.sub(fate, 14))\n"
-		"    end\n"
-		"  end\n"
+		"  local by = cancelled_by(KEYS[3], ARGV[1])\n"
+		"  if by then return redis.error_reply('CANCELLED ' .. by) end\n"
 		"  return 1\n"
 		"end\n"
 		"if not broken_by(KEYS[3], ARGV[1]) then\n"
@@ -786,7 +792,7 @@ struct script script_leave = {
  * asked). Reads only: the places that are over are skipped, not removed.
  */
 struct script script_query = {
-	.text = ALIEN COUNTER
+	.text = ALIEN COUNTER CANCELLED_BY
 		"local function last_fence()\n"
 		"  local n = counter(redis.pcall('GET', KEYS[2]))\n"
 		"  return n and string.format('%.0f', n) or false\n"
@@ -812,13 +818,7 @@ struct script script_query = {
 		"   or (kind == 'zset' and alien()) then\n"
 		"  return foreign()\n"
 		"end\n"
-		"local canceller = false\n"
-		"if kind == 'string' and string.find(out[1], ':%d+:latest:cancel') then\n"
-		"  local fate = redis.pcall('HGET', KEYS[5], out[1])\n"
-		"  if type(fate) == 'string' and string.sub(fate, 1, 13) == 'cancelled by ' then\n"
-		"    canceller = string.sub(fate, 14)\n"
-		"  end\n"
-		"end\n"
+		"local canceller = kind == 'string' and cancelled_by(KEYS[5], out[1])\n"
 		"local line = {now, redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),\n"
 		"              redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. -now)}\n"
 		"local queued = {}\n"
