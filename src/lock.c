@@ -863,12 +863,15 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 				/* (A server that never held it says nothing of its loss.) */
 				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);
 			}
-			if (++answered == nodes_quorum(ns))
-				l->answered_at = clock_now();
 			/* Once the answers decided it (a quorum released it, or can no longer),
 			 * the rest get a moment (twice what that took), not the whole deadline:
-			 * one frozen node does not hold up the exit. Before that, a node far away
-			 * is waited for: a quorum that answered is not a quorum that released. */
+			 * one frozen node does not hold up the exit. A quorum that answered is
+			 * not one that released it (one may never have held it): a node far
+			 * away is given LOCK_LAST_ANSWER from then, a frozen one no more. */
+			if (++answered == nodes_quorum(ns)) {
+				l->answered_at = clock_now();
+				deadline = time_min(deadline, l->answered_at + LOCK_LAST_ANSWER);
+			}
 			if (!decided && (yes >= nodes_quorum(ns) ||
 					 answered - yes > nodes_count(ns) - nodes_quorum(ns))) {
 				int64_t now = clock_now();
