@@ -56,8 +56,7 @@ struct acquisition {
 	/* One server: the next attempt's request went out already, behind the BLPOP, so that
 	 * Redis runs it as soon as a release wakes us (no round trip of ours in between). */
 	bool pipelined;
-	int64_t pipelined_at; /* when it went out, or (timed out by the server) the earliest it
-			       * can have run */
+	int64_t pipelined_at; /* when it went out */
 	char shown[512];      /* the holder (or what else) the last progress line named */
 };
 

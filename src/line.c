@@ -296,14 +296,10 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			continue;
 		}
 		if (reply_type(a.reply) != REPLY_ERROR) {
-			/* Timed out by the server, the queued attempt ran a whole block after the
-			 * BLPOP went out, at the earliest (less a server clock 1% fast, and a ms
-			 * that Redis 6 may truncate from the timeout): a lease it grants counts
-			 * from then, and needs no second request to be ours. */
-			if (q->pipelined && reply_type(a.reply) == REPLY_NIL)
-				q->pipelined_at =
-					time_add(q->pipelined_at,
-						 time_max(block - block / 100 - NS_PER_MS, 0));
+			/* A lease granted by the queued attempt counts from when it was queued,
+			 * even when the server timed the BLPOP out: a nil comes early too (CLIENT
+			 * UNBLOCK, a server clock stepped on), so that is all we know. One that
+			 * leaves too little is renewed at once (ATTEMPT_RENEW). */
 			reply_free(a.reply);
 			woken = true;
 			break; /* woken (or, pipelined, timed out by the server) */
