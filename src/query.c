@@ -469,7 +469,7 @@ read_memory(const char *text, struct eviction *ev)
 }
 
 bool
-query_eviction_warning(struct nodes *ns, int64_t deadline, char *buf, size_t size)
+query_eviction_warning(struct nodes *ns, int64_t deadline, int intr_fd, char *buf, size_t size)
 {
 	struct command info = { .argc = 2,
 				.argv = (const char *[]){ "INFO", "memory" },
@@ -478,8 +478,8 @@ query_eviction_warning(struct nodes *ns, int64_t deadline, char *buf, size_t siz
 	bool found = false;
 
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		nodes_send(ns, i, &info, deadline, -1);
-	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+		nodes_send(ns, i, &info, deadline, intr_fd);
+	while (nodes_next(ns, deadline, intr_fd, &a) == CONN_OK) {
 		struct eviction ev = { "", 0, "" };
 		if (a.result != CONN_OK)
 			continue;

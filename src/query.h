@@ -42,9 +42,11 @@ bool query_evictable(const struct eviction *ev);
  * Asks every node for its eviction settings (INFO memory), answered by deadline: true with a
  * warning in buf ("127.0.0.1:6379 may evict locks under memory pressure (maxmemory-policy
  * allkeys-lru): set it to noeviction") when any may evict locks; false otherwise, or when INFO
- * is refused. For a run's watchdog, once: the uncontended path never pays for it.
+ * is refused, or the wait for it is interrupted (intr_fd readable: the command ended). For a
+ * run's watchdog, once: the uncontended path never pays for it.
  */
-bool query_eviction_warning(struct nodes *ns, int64_t deadline, char *buf, size_t size);
+bool query_eviction_warning(struct nodes *ns, int64_t deadline, int intr_fd, char *buf,
+			    size_t size);
 
 /* What --status found: each node's view, and the quorum's. */
 struct status {

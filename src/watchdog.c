@@ -132,10 +132,11 @@ run(void *arg)
 			}
 			/* Once, after the first renewal that every node answered (a run that ends
 			 * sooner never pays for it), and only until the next renewal is due: a
-			 * slow server must not cost the renewals their time. */
+			 * slow server must not cost the renewals their time, nor the release
+			 * (which stops us first) its own. */
 			if (calm && !w->asked_eviction) {
 				if (query_eviction_warning(w->nodes, time_min(next, lease_end),
-							   warning, sizeof(warning)))
+							   w->stop[0], warning, sizeof(warning)))
 					post(w, WATCHDOG_WARN, r, now, 0, warning);
 				w->asked_eviction = true;
 			}

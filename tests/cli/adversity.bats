@@ -352,6 +352,26 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	assert_output "redlock-run: released job late: the server answered after the lease had run out, and the key was gone (expired meanwhile, most likely); the command held the lock throughout"
 }
 
+@test "a server that never answers the eviction check holds up neither the release nor the exit" {
+	redis_start a
+	relay_start a
+	relay_set a "swallow-to INFO"
+	# After the first renewal (a third of 30s), the watchdog asks INFO memory, once, until the
+	# next renewal is due (10s on): the command ends as that request goes unanswered.
+	"$RR" -t 30s -r "unix://$(relay_sock a)" job -c "
+		until grep -q swallowed $(redis_dir a)/relay.log; do sleep 0.05; done
+		echo \${EPOCHREALTIME/./} > $dir/ended" &
+	pid=$!
+	reap "$pid"
+	assert_equal "$status" 0
+	gone=$(now_us)
+	run rcli_on a exists job
+	assert_output 0
+	# Gone with the command, not once the check's 10s were over.
+	echo "exited $(((gone - $(cat "$dir/ended")) / 1000))ms after the command" >&2
+	((gone - $(cat "$dir/ended") < 8000000))
+}
+
 @test "a key deleted while the lease was ours is still a loss when the release finds it: 76" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"

@@ -34,6 +34,9 @@ it writes, so while traffic flows, `echo MODE > FILE.tmp && mv FILE.tmp FILE` is
                 as answer, for the requests of COMMAND (GETRANGE, say) only; the others
                 pass. (The answers go out at once: a client that sends one of these behind
                 another request still to be answered would see them out of order.)
+    swallow-to COMMAND
+                the requests of COMMAND (INFO, say) are thrown away, never answered; the
+                others pass
 
 A mode applies to the bytes that arrive while it is in force. When either side of a
 connection hangs up, what is already on its way (held replies included) is written out, then
@@ -78,6 +81,8 @@ def read_mode(path):
         return ("answer", " ".join(words[1:]))
     if len(words) >= 3 and words[0] == "answer-to":
         return ("answer-to", words[1].upper(), " ".join(words[2:]))
+    if len(words) == 2 and words[0] == "swallow-to":
+        return ("swallow-to", words[1].upper())
     if len(words) == 2 and words[0] == "delay":
         try:
             ms = float(words[1])
@@ -105,6 +110,10 @@ def reply_end(data, pos=0):
         if end is None:
             return None
     return end
+
+
+# The modes that read whole requests (see Relay.answer).
+ANSWERING = ("answer", "answer-to", "swallow-to")
 
 
 def describe(mode):
@@ -250,7 +259,7 @@ class Relay:
             log(f"#{pair.number} {pair.side(sock)} hung up")
             return
         mode = self.mode[0]
-        if sock is pair.client and mode not in ("answer", "answer-to") and pair.unanswered:
+        if sock is pair.client and mode not in ANSWERING and pair.unanswered:
             data = bytes(pair.unanswered) + data  # the rest of a request begun in mode answer
             pair.unanswered.clear()
         if mode == "blackhole":
@@ -258,7 +267,7 @@ class Relay:
             log(f"#{pair.number} {what} swallowed: {len(data)} bytes")
         elif sock is pair.client and mode == "answer":
             self.answer(pair, data)
-        elif sock is pair.client and mode == "answer-to":
+        elif sock is pair.client and mode in ("answer-to", "swallow-to"):
             self.answer(pair, data, only=self.mode[1])
         elif sock is pair.client and mode == "hold" and pair.number <= self.hold_upto:
             pair.held_requests += data
@@ -284,9 +293,10 @@ class Relay:
             self.send(pair, pair.client, data)
 
     def answer(self, pair, data, only=None):
-        """Modes answer and answer-to: each whole request in data (after what came before) gets
-        the error, or, with `only`, those of that command do and the others go on."""
-        text = self.mode[-1]
+        """Modes answer, answer-to and swallow-to: each whole request in data (after what came
+        before) gets the error (or, swallow-to, nothing), or, with `only`, those of that command
+        do and the others go on."""
+        text = self.mode[-1] if self.mode[0] != "swallow-to" else None
         pair.unanswered += data
         pos, count = 0, 0
         while pos < len(pair.unanswered):
@@ -298,12 +308,14 @@ class Relay:
             if only and request.split(b"\r\n")[2].decode(errors="replace").upper() != only:
                 self.send(pair, pair.upstream, request)
             else:
-                self.send(pair, pair.client, f"-{text}\r\n".encode())
+                if text is not None:
+                    self.send(pair, pair.client, f"-{text}\r\n".encode())
                 count += 1
             pos = end
         del pair.unanswered[:pos]
         if count:
-            log(f"#{pair.number} answered -{text}: {count} {only or ''} requests")
+            what = f"answered -{text}" if text is not None else "swallowed"
+            log(f"#{pair.number} {what}: {count} {only or ''} requests")
 
     def send(self, pair, sock, data):
         pair.out[sock] += data
