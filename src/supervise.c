@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -486,8 +487,14 @@ supervise(const struct supervision *s)
 				its.it_value = clock_timespec(time_max(next, 1));
 			timerfd_settime(timer, TFD_TIMER_ABSTIME, &its, NULL);
 		}
-		if (poll(p, 4, poll_timeout(timer, next)) < 0 && errno != EINTR)
-			break;
+		if (poll(p, 4, poll_timeout(timer, next)) < 0 && errno != EINTR) {
+			/* Out of kernel memory, most likely: the command still runs and its
+			 * lease still ends on time, so we look again a tick later, never leave
+			 * with the command unreaped (its status would read 0, the lock given
+			 * back under it). */
+			struct timespec tick = { 0, 10 * 1000 * 1000 };
+			nanosleep(&tick, NULL);
+		}
 		while ((sig = signals_take(s->signals)) != 0) {
 			if (sig == SIGCHLD)
 				reap(s, &st);

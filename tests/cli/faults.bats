@@ -366,3 +366,18 @@ PY
 	grep -Eq 'giving up after 1\.[0-3]s$' "$dir/err"
 	((elapsed < 5000))
 }
+
+@test "a poll that fails (out of kernel memory) never ends the run before the command does" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -e trace=poll -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
+	# Every poll(2) of the run's main thread fails with ENOMEM: it looks again a tick later,
+	# and goes by the command's exit, not by a status it never had.
+	run strace -e trace=poll -e inject=poll:error=ENOMEM -o "$dir/trace" \
+		"$RR" job -c "sleep 0.3; echo done; exit 3"
+	assert_equal "$status" 3
+	assert_output "done"
+	grep -q INJECTED "$dir/trace"
+	run rcli_on fault exists job
+	assert_output 0
+}
