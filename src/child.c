@@ -273,8 +273,18 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 {
 	volatile int exec_errno = 0;
 	pid_t parent = getpid();
+	int status;
 
-	if (ch->guard <= 0) { /* without a guard, no command starts */
+	/* Without a guard, no command starts: one killed while we waited for the lock is a
+	 * zombie until reaped here (it ignores every signal it can). */
+	if (ch->guard > 0 && waitpid(ch->guard, &status, WNOHANG) == ch->guard) {
+		msg_warn("the guard of the command's group (pid %ld) was killed while the lock was "
+			 "awaited: the command does not start without it",
+			 (long)ch->guard);
+		ch->guard = 0;
+		ch->guard_error = ESRCH;
+	}
+	if (ch->guard <= 0) {
 		errno = ch->guard_error ? ch->guard_error : EAGAIN;
 		return -1;
 	}

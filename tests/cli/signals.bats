@@ -622,6 +622,27 @@ lease_renewed() { (($(rcli pttl job) > 6000)); }
 	assert_equal "$(rcli exists job)" 0
 }
 
+@test "the guard killed while the lock is awaited: the command never starts, the lock is given back" {
+	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$! rr guard
+	wait_until 5 test -e "$dir/held"
+	"$RR" job -c "touch $dir/ran" 2>"$dir/err" &
+	rr=$!
+	wait_until 5 eval '[[ $(rcli zcard "{job}:waiting") == 1 ]]'
+	guard=$(pgrep -xf "redlock-guard of $rr")
+	kill -KILL "$guard"
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	reap "$rr"
+	assert_equal "$status" 71
+	[ ! -e "$dir/ran" ]
+	run cat "$dir/err"
+	assert_line --index 0 "redlock-run: the guard of the command's group (pid $guard) was killed while the lock was awaited: the command does not start without it"
+	assert_line --index 1 "redlock-run: cannot start the command: no such process"
+	assert_equal "$(rcli exists job)" 0
+}
+
 @test "a signal that redlock-run passed on is not passed to the program that runs it" {
 	cat >"$dir/runner.py" <<EOT
 import os, signal, subprocess, sys, time
