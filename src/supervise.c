@@ -158,12 +158,16 @@ begin_stop(const struct supervision *s, struct state *st, enum stop_reason why, 
 	st->kill_at = time_min(st->kill_at, kill_at);
 }
 
-/* The lock is lost: does what --on-lost says, SIGKILL coming by kill_at at the latest. */
+/*
+ * The lock is lost: does what --on-lost says, SIGKILL coming by kill_at at the latest; at once
+ * if that has passed (the job was stopped past its lease): a SIGTERM then, with the SIGCONT it
+ * needs, would let a stopped command run a moment beside the next holder.
+ */
 static void
 act_on_loss(const struct supervision *s, struct state *st, int64_t kill_at)
 {
 	st->lost = true;
-	if (s->on_lost == ON_LOST_KILL)
+	if (s->on_lost == ON_LOST_KILL || (s->on_lost == ON_LOST_TERM && clock_now() >= kill_at))
 		begin_stop(s, st, STOP_LOST, SIGKILL, TIME_NEVER);
 	else if (s->on_lost == ON_LOST_TERM)
 		begin_stop(s, st, STOP_LOST, SIGTERM, kill_at);

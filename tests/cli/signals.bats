@@ -548,6 +548,33 @@ as_job() {
 	grep -Eq "^redlock-run: lost the lock on job: the job was stopped for [0-9.]+m?s \(Ctrl-Z, SIGTSTP\), past the end of its lease; stopping the command$" "$dir/err"
 }
 
+@test "stopped with SIGTSTP past the end of its lease: once continued, SIGKILL alone, no SIGTERM to run on" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -e trace=kill -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
+	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
+	# redlock-run's own kill(2) calls (its main thread's), the job's stop passed through.
+	printf '#!/bin/sh\nexec strace -o %s -e trace=kill -e signal=none %s "$@"\n' \
+		"$dir/trace" "$RR" >"$dir/traced"
+	chmod +x "$dir/traced"
+	RR=$dir/traced as_job "$dir/err" -t 1s job -c "echo \$\$ > $dir/command; exec sleep 300"
+	local job=$!
+	wait_until 5 test -s "$dir/command"
+	p=$(pgrep -x -P "$(cat "$dir/rr")" redlock-run)
+	kill -TSTP "$p"
+	wait_until 5 eval '[[ $(state "$p") == [Tt] ]]'
+	expired() { [[ $(rcli exists job) == 0 ]]; }
+	wait_until 10 expired
+	kill -CONT "$p"
+	reap "$job"
+	assert_equal "$status" 76
+	cat "$dir/trace"
+	# The group stopped (SIGTSTP), then killed: a SIGTERM and the SIGCONT it needs would let
+	# the command run a moment beside the next holder.
+	grep -q "SIGKILL" "$dir/trace"
+	run grep -c "SIGTERM" "$dir/trace"
+	assert_output 0
+}
+
 # Whether the lease of job, by the server's clock, is past the point where renewals that keep
 # failing stop the command (a third of the lease before its end: -t 9s, 3s), and not near its
 # end.
