@@ -572,7 +572,9 @@ lost_with_data(struct lock *l, const char *address, long long got, long long up,
 
 	if (got > 0)
 		return false;
-	if (up >= 0 && sent - span - NS_PER_S > l->acquired_at && clock_now() - span < before) {
+	/* (Added to the other side, saturating: an uptime of centuries is no overflow.) */
+	if (up >= 0 && sent > time_add(time_add(l->acquired_at, span), NS_PER_S) &&
+	    clock_now() < time_add(before, span)) {
 		set_error(l, "%s lost its data: it restarted %s ago, while the command ran",
 			  address, uptime_ago(up, ago, sizeof(ago)));
 		return true;
