@@ -388,7 +388,7 @@ ttl_ns(long long ms)
 const char *
 refusal(const struct reply *r, char *buf, size_t size)
 {
-	const char *e, *at;
+	const char *e, *at = NULL;
 	size_t len;
 
 	if (reply_type(r) != REPLY_ERROR)
@@ -397,7 +397,11 @@ refusal(const struct reply *r, char *buf, size_t size)
 	if (strncmp(e, "LIMIT ", 6) == 0)
 		e += 6; /* our own script's code: the rest says it */
 	len = strlen(e);
-	if ((at = strstr(e, " script: ")) && strstr(at, "@user_script:"))
+	/* The last " script: ": Valkey's own words may say it first ("ERR ACL failure in
+	 * script: User u has no permissions to run the 'get' command script: 59e8..."). */
+	for (const char *p = e; (p = strstr(p, " script: ")); p++)
+		at = p;
+	if (at && strstr(at, "@user_script:"))
 		len = (size_t)(at - e);
 	snprintf(buf, size, "%.*s%s", msg_quoted_len(e, len), e, lock_refusal_advice(e));
 	return buf;
@@ -406,8 +410,14 @@ refusal(const struct reply *r, char *buf, size_t size)
 const char *
 lock_refusal_advice(const char *error)
 {
-	/* The two refusals a user can mend. */
-	return strncmp(error, "NOPERM", 6) == 0 ? "; see LEAST PRIVILEGE in redlock-run(1)"
+	/* The two refusals a user can mend. A command refused inside a script is an ERR: Redis
+	 * 7.0 says "ERR The user executing the script can't run this command or subcommand",
+	 * Valkey "ERR ACL failure in script: ...". */
+	bool acl = strncmp(error, "NOPERM", 6) == 0 ||
+		   (strncmp(error, "ERR ", 4) == 0 &&
+		    (strstr(error, "can't run this command") || strstr(error, "ACL failure")));
+
+	return acl ? "; see LEAST PRIVILEGE in redlock-run(1)"
 	       : strncmp(error, "NOAUTH", 6) == 0
 		       ? "; give its password with --password-file, $REDLOCK_PASSWORD or in the URL"
 		       : "";

@@ -269,7 +269,7 @@ int lock_break(struct lock *l, struct nodes *ns, const char *by, const char *sho
 bool lock_broken_by(const char *value, char *buf, size_t size);
 
 /* What a user can do about a server's refusal (error): "; see LEAST PRIVILEGE ..." after
- * NOPERM, "; give its password ..." after NOAUTH, else "". */
+ * NOPERM or a command refused inside a script, "; give its password ..." after NOAUTH, else "". */
 const char *lock_refusal_advice(const char *error);
 
 /* "host:pid" for a value written by redlock-run, else the value itself, made printable. */

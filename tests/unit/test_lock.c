@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "acquisition.h"
 #include "check.h"
 #include "clock.h"
+#include "conn.h"
 #include "lock.h"
 #include "redis_fixture.h"
 
@@ -54,6 +56,50 @@ thaw_later(void *arg)
 	return NULL;
 }
 
+/* What refusal() makes of the error text (RESP, without its "-" and CRLF). */
+static const char *
+refused(const char *error, char *buf, size_t size)
+{
+	char resp[512];
+	struct reply *r;
+
+	snprintf(resp, sizeof(resp), "-%s\r\n", error);
+	r = reply_parse(resp, strlen(resp));
+	refusal(r, buf, size);
+	reply_free(r);
+	return buf;
+}
+
+/* A refusal loses the script's location Redis adds, and a command the ACL refused inside a
+ * script, in Redis 7.0's words or Valkey's, gets the advice a NOPERM does. */
+static void
+check_refusals(void)
+{
+	char buf[512];
+
+	CHECK_STR(refused("NOPERM this user has no permissions to access one of the keys used as "
+			  "arguments",
+			  buf, sizeof(buf)),
+		  "NOPERM this user has no permissions to access one of the keys used as "
+		  "arguments; see LEAST PRIVILEGE in redlock-run(1)");
+	CHECK_STR(refused("ERR The user executing the script can't run this command or "
+			  "subcommand script: fd758d1589d044dd850a6f05d52f2eefd27f033f, on "
+			  "@user_script:1.",
+			  buf, sizeof(buf)),
+		  "ERR The user executing the script can't run this command or subcommand; "
+		  "see LEAST PRIVILEGE in redlock-run(1)");
+	CHECK_STR(refused("ERR ACL failure in script: User q has no permissions to run the 'get' "
+			  "command script: fd758d1589d044dd850a6f05d52f2eefd27f033f, on "
+			  "@user_script:1.",
+			  buf, sizeof(buf)),
+		  "ERR ACL failure in script: User q has no permissions to run the 'get' "
+		  "command; see LEAST PRIVILEGE in redlock-run(1)");
+	CHECK_STR(refused("OOM command not allowed when used memory > 'maxmemory'. script: "
+			  "fd758d1589d044dd850a6f05d52f2eefd27f033f, on @user_script:3.",
+			  buf, sizeof(buf)),
+		  "OOM command not allowed when used memory > 'maxmemory'");
+}
+
 /* A fence is the server's clock in µs, or just above: this one is from 2026. */
 #define FENCE_2026 1767225600000000LL
 
@@ -76,6 +122,7 @@ main(void)
 	check_aux_key("a{}b", "a{}b:fence");
 	check_aux_key("a}b", "a}b:fence");
 
+	check_refusals();
 	redis_fixture_start(&server, NULL);
 	url = (struct redis_url){ .scheme = URL_UNIX, .path = server.socket };
 	ca = nodes_new(&url, 1);
