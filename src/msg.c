@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,8 +22,9 @@ static enum msg_level level = MSG_NORMAL;
 static pthread_once_t out_once = PTHREAD_ONCE_INIT;
 static int out_fd = STDERR_FILENO;
 static bool out_socket;
-/* A progress line is on the terminal and has no newline yet (main thread only). */
-static bool progress_open;
+/* A progress line is on the terminal and has no newline yet. Only the main thread opens one,
+ * but the watchdog's messages (a renewal's -v news) close it too: atomic. */
+static atomic_bool progress_open;
 
 static void
 open_out(void)

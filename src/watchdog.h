@@ -1,7 +1,7 @@
 /*
- * The watchdog: the one extra thread. It renews the lease every TTL/3 on a connection of
- * its own (thread and connection start only when the first renewal is due), retries soon
- * after a failure, and
+ * The watchdog: the one extra thread. It renews the lease every TTL/3 (every second at most
+ * with --cancel-running) on a connection of its own (thread and connection start only when the
+ * first renewal is due; over several servers, at once), retries soon after a failure, and
  * reports what happens as events on a pipe. It never signals the command: deciding what a
  * failure means is supervise's job.
  */
