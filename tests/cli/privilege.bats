@@ -117,6 +117,41 @@ setup() {
 	[[ $stderr == *NOPERM* ]]
 }
 
+@test "a command left out of the ACL: 69 before anything is changed, naming it, if the options need it" {
+	[[ $(rcli_on acl -a 'admin secret' --no-auth-warning eval \
+		"return redis.acl_check_cmd and 1 or 0" 0) == 1 ]] || skip "the server cannot tell (Redis 6)"
+	export REDLOCK_PASSWORD=p
+	local lock=(get set del exists pexpire pttl time type zadd zrem zrange zscore zrangebyscore
+		zremrangebyscore zcount rpush)
+	local c mode needed
+	for c in "${lock[@]}" zcard pexpireat hget hset incr; do
+		rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER less reset on '>p' \
+			'~jobs:*' '~{jobs:*' -@all "${LOCKER_COMMANDS[@]}" "-$c" >/dev/null
+		for mode in "" -s "--limit 2" "--queue latest"; do
+			needed=false
+			[[ " ${lock[*]} " != *" $c "* ]] || needed=true
+			[[ $mode != -s && $mode != --limit* ]] || [[ $c != zcard && $c != pexpireat ]] ||
+				needed=true
+			[[ $mode != "--queue latest" ]] || [[ $c != hget && $c != hset ]] || needed=true
+			# shellcheck disable=SC2086 # (the mode's words)
+			run --separate-stderr "$RR" -r "unix://less@$(redis_sock acl)" $mode jobs:p -- \
+				echo ran
+			echo "without $c, ${mode:-a lock}: $status $stderr" >&2
+			if $needed; then
+				assert_equal "$status" 69
+				[[ $stderr == *"refused to take jobs:p: NOPERM"*"run the '$c' command"*"see LEAST PRIVILEGE"* ]]
+			else
+				assert_equal "$status" 0
+				assert_output ran
+			fi
+			# Nothing left behind either way: no key, no place, no line (a fence, once a
+			# run took the lock).
+			run rcli_on acl -a 'admin secret' --no-auth-warning --scan --pattern '*jobs:p*'
+			[[ -z $output || $output == "{jobs:p}:fence" ]]
+		done
+	done
+}
+
 @test "--list as a user allowed SCAN: its own locks, and a word about the keys it may not read" {
 	rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER lister on '>l1st' resetkeys \
 		'~jobs:*' '~{jobs:*' resetchannels -@all "${LOCKER_COMMANDS[@]}" +scan >/dev/null
