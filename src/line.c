@@ -172,6 +172,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 	size_t lens[4];
 	struct command blpop = { .argc = 1, .argv = argv, .lens = lens };
 	bool pipeline, refused = false, woken = false, retire = false, silence = false;
+	char said[400];
 	struct answer a;
 	enum conn_result res;
 
@@ -306,7 +307,7 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		}
 		refused = true;
 		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
-			  reply_string(a.reply, NULL));
+			  refusal(a.reply, said, sizeof(said)));
 		reply_free(a.reply);
 		if (q->pipelined) {
 			res = CONN_FAILED; /* the only node refused */

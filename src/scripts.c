@@ -168,9 +168,10 @@
  * `permitted(places)`: before a first attempt changes anything, whether this Redis user may run
  * the commands that the run's scripts will need (its renewals and release included; INFO and
  * HGET, asked with pcall, they do without): the lock's, a semaphore's or shared lock's too when
- * `places`, and HGET and HSET for --queue latest. An error reply naming the first it may not,
- * else nil. Without it, a command left out of the ACL is refused only where a script runs it: at
- * a renewal or the release, or halfway through a script, which keeps what it changed before.
+ * `places`, HGET and HSET for --queue latest, and BLPOP, which the run sends itself, unless it
+ * never waits (-n). An error reply naming the first it may not, else nil. Without it, a command
+ * left out of the ACL is refused only where a script runs it: at a renewal or the release, or
+ * halfway through a script, which keeps what it changed before.
  * Keys need no such check: every key a script touches is declared, and the server checks those
  * first. Redis 7.0 and later (and Valkey) can tell; an older server cannot, and is not asked. A
  * waiter's looks, the handoff among them, pay nothing; a first attempt, 4 µs. Each command is
@@ -187,7 +188,7 @@
 	"    no('ZADD', p, '0', '0') or no('ZREM', p, '0') or no('ZRANGE', p, '0', '0') or\n"       \
 	"    no('ZSCORE', p, '0') or no('ZRANGEBYSCORE', p, '0', '0') or\n"                         \
 	"    no('ZREMRANGEBYSCORE', p, '0', '0') or no('ZCOUNT', p, '0', '0') or\n"                 \
-	"    no('RPUSH', w, '0') or\n"                                                              \
+	"    no('RPUSH', w, '0') or handoff > 0 and no('BLPOP', w, '0') or\n"                      \
 	"    places and (no('ZCARD', k) or no('PEXPIREAT', k, '0')) or\n"                           \
 	"    discipline(value) == 'latest' and (no('HGET', f, '0') or no('HSET', f, '0', '0'))\n"   \
 	"  if c then\n"                                                                            \

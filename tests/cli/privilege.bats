@@ -122,7 +122,7 @@ setup() {
 		"return redis.acl_check_cmd and 1 or 0" 0) == 1 ]] || skip "the server cannot tell (Redis 6)"
 	export REDLOCK_PASSWORD=p
 	local lock=(get set del exists pexpire pttl time type zadd zrem zrange zscore zrangebyscore
-		zremrangebyscore zcount rpush)
+		zremrangebyscore zcount rpush blpop)
 	local c mode needed
 	for c in "${lock[@]}" zcard pexpireat hget hset incr; do
 		rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER less reset on '>p' \
