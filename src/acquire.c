@@ -778,8 +778,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 		q.pause = 0;
 		if (a == ATTEMPT_ACQUIRED)
 			break;
-		if (a == ATTEMPT_RENEW)
-			continue; /* whatever the wait: the lock is ours */
+		if (a == ATTEMPT_RENEW) {
+			/* Whatever the wait: the lock is ours, and the request that renews it has
+			 * its whole timeout, though -w ended meanwhile (we were stopped). */
+			q.io_cap = TIME_NEVER;
+			continue;
+		}
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;
 		if (a == ATTEMPT_SPLIT && wait == 0 && q.splits < LOCK_SPLITS) {
 			/* Nobody holds it: -n too tries again after a random pause, a few times,
