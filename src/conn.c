@@ -1021,7 +1021,6 @@ drive(struct conn *const *cs, size_t n, bool (*done)(const struct conn *), int64
 	assert(n <= CONN_WAIT_MAX);
 	for (;;) {
 		int64_t now, wake = deadline;
-		struct timespec ts;
 		size_t np = 0;
 		short revents[CONN_WAIT_MAX] = { 0 };
 		int k;
@@ -1048,8 +1047,7 @@ drive(struct conn *const *cs, size_t n, bool (*done)(const struct conn *), int64
 			}
 		}
 		p[np] = (struct pollfd){ intr_fd, POLLIN, 0 };
-		ts = clock_timespec(time_max(wake - now, 0));
-		k = ppoll(p, np + (intr_fd >= 0), &ts, NULL);
+		k = clock_poll(p, np + (intr_fd >= 0), time_max(wake - now, 0));
 		if (k < 0 && errno != EINTR) {
 			int err = errno;
 			for (size_t i = 0; i < n; i++)

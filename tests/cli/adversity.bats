@@ -372,6 +372,44 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	((gone - $(cat "$dir/ended") < 8000000))
 }
 
+@test "a waiter stopped in line until past its -w: once continued, 75 at once, and its place is gone" {
+	# Over TCP: a connection opened for the way out is opened in time too.
+	redis_start_tcp a
+	export REDLOCK_URL="redis://127.0.0.1:$(redis_port a)"
+	in_line() { [[ $(rcli_on a zcard '{job}:waiting') == "$1" ]]; }
+	"$RR" -t 20s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" -v -w 3 job -- echo never 2>"$dir/err" &
+	waiter=$!
+	wait_until 5 in_line 1
+	"$RR" -w 60 job -- echo second >"$dir/second" &
+	second=$!
+	wait_until 5 in_line 2
+	kill -STOP "$waiter"
+	local stopped_at
+	stopped_at=$(now_ms)
+	wait_until 10 eval '(($(now_ms) - stopped_at > 4000))'
+	local continued_at
+	continued_at=$(now_ms)
+	kill -CONT "$waiter"
+	reap "$waiter"
+	assert_equal "$status" 75
+	# Ended as it was continued, its -w long over, not once the time it had left when it
+	# stopped had passed again (nearly 3s).
+	echo "exited $(($(now_ms) - continued_at))ms after it was continued" >&2
+	(($(now_ms) - continued_at < 1500))
+	# It left the line on its way out, with its -w over: the second is next, and the
+	# release hands it the lock at once, not after the place of one that is gone.
+	in_line 1
+	touch "$dir/go"
+	reap "$holder"
+	reap "$second"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/second")" second
+	cat "$dir/err"
+}
+
 @test "a key deleted while the lease was ours is still a loss when the release finds it: 76" {
 	redis_start a
 	export REDLOCK_URL="unix://$(redis_sock a)"
