@@ -485,8 +485,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	rd->start = q->pipelined ? q->pipelined_at : clock_now();
 	rd->pipelined = q->pipelined;
 	/* WAIT may take its whole timeout on top (past the end of a wait too: a grant that
-	 * is not acknowledged is given back only once its answer is in). */
-	deadline = time_add(time_min(clock_now() + l->io_timeout, q->io_cap), l->replicas_timeout);
+	 * is not acknowledged is given back only once its answer is in). The last attempt of a
+	 * wait that outlasted its end (we were stopped) still has the last answer's allowance,
+	 * for it and the leave from the line that goes out before it. */
+	deadline = time_min(clock_now() + l->io_timeout,
+			    time_max(q->io_cap, clock_now() + LOCK_LAST_ANSWER));
+	deadline = time_add(deadline, l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt in line.c.) */
 	waiting = q->pipelined || (q->wait != 0 && rd->start < q->wait_deadline);
