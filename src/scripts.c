@@ -227,10 +227,12 @@
  * both sets as they are met at the front (`firsts`), so no script reads the whole line, and a
  * handoff costs the same whatever its length (DESIGN §3). A release wakes whoever is next on a
  * wake list of their own, `wake`:VALUE (`list_of`), which only they block on, and leaves an
- * exclusive one a handoff allowance to take its turn (its place then ends): a waiter killed
- * at the front holds the others back until their next look, at most the lease they wait out,
- * as a killed holder does. (Waking the one after it too would bound that by a second, at the
- * price of a look per handoff, which doubled what a handoff costs the server.) A line over a
+ * exclusive one a handoff allowance to take its turn (its place then ends; woken again by a
+ * later release, it is given no more: one killed in a semaphore's line, where releases keep
+ * coming, would keep a place for ever): a waiter killed at the front holds the others back
+ * until their next look, at most the lease they wait out, as a killed holder does. (Waking the
+ * one after it too would bound that by a second, at the price of a look per handoff, which
+ * doubled what a handoff costs the server.) A line over a
  * Redlock quorum keeps no order (`ordered` is false: each server would see arrivals in an
  * order of its own, and keeping each one's could leave every contender with a minority), nor
  * do waiters of redlock-run 0.2.0: they are woken on the shared lists `wake` and `wake`-shared,
@@ -306,7 +308,9 @@
 	"    for i = 1, #x, 2 do\n"                                                                \
 	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
 	"      push(list_of(x[i]))\n"                                                              \
-	"      redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                  \
+	"      if ends[x[i]] > clock() + " HANDOFF_MS " then\n"                                    \
+	"        redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                \
+	"      end\n"                                                                              \
 	"    end\n"                                                                                \
 	"  elseif s[1] then\n"                                                                     \
 	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \

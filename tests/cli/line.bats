@@ -153,3 +153,37 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	assert_equal "$(find "$dir" -name 'ran.killed.*' -o -name 'ran.termed.*' -o -name 'ran.timed-out' | wc -l)" 0
 	wait_until 10 no_keys_but_fences
 }
+
+@test "waiters killed at the front of a semaphore's line hold its places back a moment, not for ever" {
+	local i pid holders=() dead=() live=()
+	for i in 1 2 3; do
+		"$RR" -l 3 -t 3s job -c "echo ready > $dir/ready.$i; until [ -e $dir/go ]; do sleep 0.05; done" &
+		holders+=($!)
+		wait_until 5 test -s "$dir/ready.$i"
+	done
+	for i in 1 2; do
+		"$RR" -l 3 -t 3s job -- true &
+		dead+=($!)
+		wait_until 5 in_line "$i"
+	done
+	# Behind them, sections of 0.4s each: one at a time, they take 4s, and the releases never
+	# stop coming.
+	for i in $(seq 10); do
+		"$RR" -l 3 -t 3s job -c "echo \"start \${EPOCHREALTIME/./}\" >> $dir/log; sleep 0.4
+			echo \"end \${EPOCHREALTIME/./}\" >> $dir/log" &
+		live+=($!)
+	done
+	wait_until 10 in_line 12
+	kill -KILL "${dead[@]}"
+	touch "$dir/go"
+	for pid in "${holders[@]}" "${live[@]}"; do
+		reap "$pid"
+		assert_equal "$status" 0
+	done
+	# Each release woke the dead ones again, but gave them no more than the first handoff's
+	# time: the line soon ran more than one at a time again (up to 3).
+	run awk '$1 == "start" { n++; if (n > most) most = n } $1 == "end" { n-- } END { print most }' \
+		<(sort -n -k2 "$dir/log")
+	echo "at most $output at once" >&2
+	((output >= 2))
+}
