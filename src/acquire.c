@@ -567,7 +567,15 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			  l->key, duration_format(clock_now() - rd->start, took, sizeof(took)),
 			  duration_format(l->ttl, lease, sizeof(lease)));
 		l->holder[0] = '\0';
-		msg_info("%s; gave it back", l->error);
+		/* Said once without -v: a lease too short for the server's distance looks just
+		 * like a lock held by others, every time. */
+		if (q->late_told)
+			msg_info("%s; gave it back", l->error);
+		else
+			msg_warn("%s; gave it back (a server that far away needs a longer -t: ten "
+				 "times that, say)",
+				 l->error);
+		q->late_told = true;
 		return ATTEMPT_LATE;
 	}
 	give_back(l, ns, rd);

@@ -50,6 +50,7 @@ struct acquisition {
 			      * answer */
 	bool seen_held;      /* a quorum said another holds the lock */
 	bool young_told;     /* a wait for young servers was said (once, even without -v) */
+	bool late_told;      /* a grant too late to count was said (once, even without -v) */
 	int splits;          /* -n: rounds that contenders split, tried again (LOCK_SPLITS) */
 	int cuts;            /* split rounds that stopped waiting for a node (see attempt) */
 	bool in_line;        /* an attempt went out that may have put us in line */
