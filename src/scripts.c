@@ -167,28 +167,33 @@
 /*
  * `permitted(places)`: before a first attempt changes anything, whether this Redis user may run
  * the commands that the run's scripts will need (its renewals and release included; INFO and
- * HGET, asked with pcall, they do without): the lock's, a semaphore's or shared lock's too when
- * `places`, HGET and HSET for --queue latest, and BLPOP, which the run sends itself, unless it
- * never waits (-n). An error reply naming the first it may not, else nil. Without it, a command
- * left out of the ACL is refused only where a script runs it: at a renewal or the release, or
- * halfway through a script, which keeps what it changed before.
- * Keys need no such check: every key a script touches is declared, and the server checks those
- * first. Redis 7.0 and later (and Valkey) can tell; an older server cannot, and is not asked. A
- * waiter's looks, the handoff among them, pay nothing; a first attempt, 4 µs. Each command is
- * asked with the arguments it takes, on the keys it would touch (Redis 7.0 crashes on a GET
- * asked without its key).
+ * HGET, asked with pcall, they do without): a lock's; the line's, and BLPOP, which the run sends
+ * itself, unless it never waits (-n: a fleet that only ever runs -n may leave those out); a
+ * semaphore's or shared lock's too when `places`; HGET and HSET for --queue latest. An error
+ * reply naming the first it may not, else nil. Without it, a command left out of the ACL is
+ * refused only where a script runs it: at a renewal or the release, or halfway through a
+ * script, which keeps what it changed before. Keys need no such check: every key a script
+ * touches is declared, and the server checks those first. Redis 7.0 and later (and Valkey) can
+ * tell; an older server cannot, and is not asked, nor about a command it does not know
+ * (renamed away: the check raises an error). A waiter's looks, the handoff among them, pay
+ * nothing; a first attempt, 4 µs. Each command is asked with the arguments it takes, on the
+ * keys it would touch (Redis 7.0 crashes on a GET asked without its key).
  */
 #define PERMITTED                                                                                  \
 	"local function permitted(places)\n"                                                       \
 	"  if in_line or not redis.acl_check_cmd then return end\n"                                \
 	"  local k, w, p, f = KEYS[1], KEYS[3], KEYS[4], KEYS[6]\n"                                \
-	"  local function no(c, ...) if not redis.acl_check_cmd(c, ...) then return c end end\n"   \
+	"  local function no(c, ...)\n"                                                              \
+	"    local known, yes = pcall(redis.acl_check_cmd, c, ...)\n"                               \
+	"    if known and not yes then return c end\n"                                              \
+	"  end\n"                                                                                  \
 	"  local c = no('GET', k) or no('SET', k, '0') or no('DEL', k) or no('EXISTS', k) or\n"    \
-	"    no('PEXPIRE', k, '1') or no('PTTL', k) or no('TIME') or no('TYPE', k) or\n"            \
-	"    no('ZADD', p, '0', '0') or no('ZREM', p, '0') or no('ZRANGE', p, '0', '0') or\n"       \
-	"    no('ZSCORE', p, '0') or no('ZRANGEBYSCORE', p, '0', '0') or\n"                         \
-	"    no('ZREMRANGEBYSCORE', p, '0', '0') or no('ZCOUNT', p, '0', '0') or\n"                 \
-	"    no('RPUSH', w, '0') or handoff > 0 and no('BLPOP', w, '0') or\n"                      \
+	"    no('PEXPIRE', k, '1') or no('PTTL', k) or no('TIME') or no('ZREM', p, '0') or\n"       \
+	"    (handoff > 0 or places) and (no('TYPE', k) or no('ZADD', p, '0', '0') or\n"           \
+	"      no('ZRANGE', p, '0', '0') or no('ZSCORE', p, '0') or\n"                              \
+	"      no('ZRANGEBYSCORE', p, '0', '0') or no('ZREMRANGEBYSCORE', p, '0', '0') or\n"        \
+	"      no('ZCOUNT', p, '0', '0') or no('RPUSH', w, '0')) or\n"                              \
+	"    handoff > 0 and no('BLPOP', w, '0') or\n"                                              \
 	"    places and (no('ZCARD', k) or no('PEXPIREAT', k, '0')) or\n"                           \
 	"    discipline(value) == 'latest' and (no('HGET', f, '0') or no('HSET', f, '0', '0'))\n"   \
 	"  if c then\n"                                                                            \

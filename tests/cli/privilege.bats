@@ -121,15 +121,18 @@ setup() {
 	[[ $(rcli_on acl -a 'admin secret' --no-auth-warning eval \
 		"return redis.acl_check_cmd and 1 or 0" 0) == 1 ]] || skip "the server cannot tell (Redis 6)"
 	export REDLOCK_PASSWORD=p
-	local lock=(get set del exists pexpire pttl time type zadd zrem zrange zscore zrangebyscore
-		zremrangebyscore zcount rpush blpop)
+	# Every run needs the lock's commands; one that may wait, the line's too (-n alone does
+	# not, and a fleet that only ever runs -n may leave them out).
+	local lock=(get set del exists pexpire pttl time zrem)
+	local line=(type zadd zrange zscore zrangebyscore zremrangebyscore zcount rpush blpop)
 	local c mode needed
-	for c in "${lock[@]}" zcard pexpireat hget hset incr; do
+	for c in "${lock[@]}" "${line[@]}" zcard pexpireat hget hset incr; do
 		rcli_on acl -a 'admin secret' --no-auth-warning ACL SETUSER less reset on '>p' \
 			'~jobs:*' '~{jobs:*' -@all "${LOCKER_COMMANDS[@]}" "-$c" >/dev/null
-		for mode in "" -s "--limit 2" "--queue latest"; do
+		for mode in "" -s "--limit 2" "--queue latest" -n; do
 			needed=false
 			[[ " ${lock[*]} " != *" $c "* ]] || needed=true
+			[[ $mode == -n || " ${line[*]} " != *" $c "* ]] || needed=true
 			[[ $mode != -s && $mode != --limit* ]] || [[ $c != zcard && $c != pexpireat ]] ||
 				needed=true
 			[[ $mode != "--queue latest" ]] || [[ $c != hget && $c != hset ]] || needed=true
