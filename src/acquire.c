@@ -489,7 +489,9 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	 * wait that outlasted its end (we were stopped) still has the last answer's allowance,
 	 * for it and the leave from the line that goes out before it. */
 	deadline = time_min(clock_now() + l->io_timeout,
-			    time_max(q->io_cap, clock_now() + LOCK_LAST_ANSWER));
+			    q->renewing ? TIME_NEVER
+					: time_max(q->io_cap, clock_now() + LOCK_LAST_ANSWER));
+	q->renewing = false;
 	deadline = time_add(deadline, l->replicas_timeout);
 	/* The last attempt, as the wait runs out, does not stay registered as a waiter. */
 	/* (A pipelined attempt went out as a waiter's: see pipeline_attempt in line.c.) */
@@ -793,7 +795,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 		if (a == ATTEMPT_RENEW) {
 			/* Whatever the wait: the lock is ours, and the request that renews it has
 			 * its whole timeout, though -w ended meanwhile (we were stopped). */
-			q.io_cap = TIME_NEVER;
+			q.renewing = true;
 			continue;
 		}
 		q.seen_held = q.seen_held || a == ATTEMPT_HELD;

@@ -51,6 +51,8 @@ struct acquisition {
 	bool seen_held;      /* a quorum said another holds the lock */
 	bool young_told;     /* a wait for young servers was said (once, even without -v) */
 	bool late_told;      /* a grant too late to count was said (once, even without -v) */
+	bool renewing;       /* the next attempt renews a grant of ours (ATTEMPT_RENEW): not
+			      * bounded by -w */
 	int splits;          /* -n: rounds that contenders split, tried again (LOCK_SPLITS) */
 	int cuts;            /* split rounds that stopped waiting for a node (see attempt) */
 	bool in_line;        /* an attempt went out that may have put us in line */

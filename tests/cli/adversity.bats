@@ -373,6 +373,39 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	((gone - $(cat "$dir/ended") < 8000000))
 }
 
+@test "a waiter granted the lock while stopped, continued after its -w ended: it runs, then releases" {
+	redis_start a
+	relay_start a
+	REDLOCK_URL="unix://$(redis_sock a)" "$RR" -t 5s job -c "
+		echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" -w 1 -t 5s -r "unix://$(relay_sock a)" job -- echo ran >"$dir/out" 2>"$dir/err" &
+	waiter=$!
+	wait_until 5 registered a job
+	wait_until 5 blocked 1
+	# From now on, its replies come 300ms late: more than the last answer's allowance.
+	relay_set a "delay 300"
+	kill -STOP "$waiter"
+	# Its queued attempt takes the lock as the holder releases, while it is stopped; its -w
+	# ends with the grant unread. Past a third of its lease, that grant is renewed before the
+	# command starts: a request that the end of -w does not bound.
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 0
+	granted_long_ago() { (($(rcli_on a pttl job) > 0 && $(rcli_on a pttl job) < 2500)); }
+	wait_until 10 granted_long_ago
+	kill -CONT "$waiter"
+	reap "$waiter"
+	cat "$dir/err"
+	# Granted before its -w ended: it runs (as flock(1) would), and gives the lock back after,
+	# not a renewal behind a 75 that leaves it held for another lease.
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/out")" ran
+	assert_equal "$(rcli_on a exists job)" 0
+	waiter=
+}
+
 @test "a waiter stopped in line until past its -w: once continued, 75 at once, and its place is gone" {
 	# Over TCP: a connection opened for the way out is opened in time too.
 	redis_start_tcp a

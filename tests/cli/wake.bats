@@ -76,33 +76,6 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	assert_equal "$status" 0
 }
 
-@test "a waiter granted the lock while stopped, continued after its -w ended: it runs, then releases" {
-	"$RR" -t 5s job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.02; done" &
-	holder=$!
-	wait_until 5 test -s "$dir/ready"
-	"$RR" -w 1 -t 5s job -- echo ran >"$dir/out" 2>"$dir/err" &
-	waiter=$!
-	wait_until 5 in_line 1
-	wait_until 5 test -n "$(blocked_ids main)"
-	kill -STOP "$waiter"
-	# Its queued attempt takes the lock as the holder releases, while it is stopped; its -w
-	# ends a second later, with the grant unread. Past a third of its lease, that grant is
-	# renewed before the command starts.
-	touch "$dir/go"
-	reap "$holder"
-	assert_equal "$status" 0
-	granted_long_ago() { (($(rcli pttl job) > 0 && $(rcli pttl job) < 2500)); }
-	wait_until 10 granted_long_ago
-	kill -CONT "$waiter"
-	reap "$waiter"
-	cat "$dir/err"
-	# Granted before its -w ended: it runs (as flock(1) would), and gives the lock back after,
-	# not a renewal behind a 75 that leaves it held for another lease.
-	assert_equal "$status" 0
-	assert_equal "$(cat "$dir/out")" ran
-	assert_equal "$(rcli exists job)" 0
-}
-
 @test "8 waiters on one lock: each release wakes the next, all 8 finish, nothing is left" {
 	"$RR" -t 60s job -c "echo ready > $dir/ready; sleep 0.3" &
 	holder=$!
