@@ -61,7 +61,8 @@ int clock_sleep_until(int64_t deadline, int intr_fd);
  * poll(2) for `left` ns at most (0 or more), rounded up to a whole ms, as poll(2) counts. Not
  * ppoll(2): stopped (SIGSTOP, Ctrl-Z) and continued, a ppoll goes on for the whole time it had
  * left when it stopped, so that a wait outlasts its end by as long as the stop; the kernel
- * restarts a poll with the end it had.
+ * restarts a poll with the end it had. (Where there is no poll system call, as on arm64, glibc
+ * makes it a ppoll, and a stop still stretches the wait.)
  */
 struct pollfd;
 int clock_poll(struct pollfd *p, unsigned long n, int64_t left);

@@ -376,9 +376,11 @@ PY
 	# again a tick later, and goes by the command's exit, not by a status it never had.
 	local first
 	for _ in 1 2; do
-		strace -e trace=poll -o "$dir/trace" "$RR" job -c "exit 3" || true
+		strace -e trace=poll -o "$dir/trace" "$RR" job -c "sleep 0.3; exit 3" || true
 	done
+	grep -q '^poll(' "$dir/trace" || skip "no poll(2) system call here (glibc's poll is ppoll)"
 	first=$(grep -n -m 1 '^poll(\[.*\], 4, ' "$dir/trace" | cut -d: -f1)
+	[[ -n $first ]] || fail "supervise's poll(2) not found in a run: $(cat "$dir/trace")"
 	run strace -e trace=poll -e "inject=poll:error=ENOMEM:when=$first..$((first + 2))" \
 		-o "$dir/trace" "$RR" job -c "sleep 0.3; echo done; exit 3"
 	cat "$dir/trace"
