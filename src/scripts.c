@@ -183,21 +183,21 @@
 	"local function permitted(places)\n"                                                       \
 	"  if in_line or not redis.acl_check_cmd then return end\n"                                \
 	"  local k, w, p, f = KEYS[1], KEYS[3], KEYS[4], KEYS[6]\n"                                \
-	"  local function no(c, ...)\n"                                                              \
-	"    local known, yes = pcall(redis.acl_check_cmd, c, ...)\n"                               \
-	"    if known and not yes then return c end\n"                                              \
+	"  local function no(c, ...)\n"                                                            \
+	"    local known, yes = pcall(redis.acl_check_cmd, c, ...)\n"                              \
+	"    if known and not yes then return c end\n"                                             \
 	"  end\n"                                                                                  \
 	"  local c = no('GET', k) or no('SET', k, '0') or no('DEL', k) or no('EXISTS', k) or\n"    \
-	"    no('PEXPIRE', k, '1') or no('PTTL', k) or no('TIME') or no('ZREM', p, '0') or\n"       \
+	"    no('PEXPIRE', k, '1') or no('PTTL', k) or no('TIME') or no('ZREM', p, '0') or\n"      \
 	"    (handoff > 0 or places) and (no('TYPE', k) or no('ZADD', p, '0', '0') or\n"           \
-	"      no('ZRANGE', p, '0', '0') or no('ZSCORE', p, '0') or\n"                              \
-	"      no('ZRANGEBYSCORE', p, '0', '0') or no('ZREMRANGEBYSCORE', p, '0', '0') or\n"        \
-	"      no('ZCOUNT', p, '0', '0') or no('RPUSH', w, '0')) or\n"                              \
-	"    handoff > 0 and no('BLPOP', w, '0') or\n"                                              \
-	"    places and (no('ZCARD', k) or no('PEXPIREAT', k, '0')) or\n"                           \
-	"    discipline(value) == 'latest' and (no('HGET', f, '0') or no('HSET', f, '0', '0'))\n"   \
+	"      no('ZRANGE', p, '0', '0') or no('ZSCORE', p, '0') or\n"                             \
+	"      no('ZRANGEBYSCORE', p, '0', '0') or no('ZREMRANGEBYSCORE', p, '0', '0') or\n"       \
+	"      no('ZCOUNT', p, '0', '0') or no('RPUSH', w, '0')) or\n"                             \
+	"    handoff > 0 and no('BLPOP', w, '0') or\n"                                             \
+	"    places and (no('ZCARD', k) or no('PEXPIREAT', k, '0')) or\n"                          \
+	"    discipline(value) == 'latest' and (no('HGET', f, '0') or no('HSET', f, '0', '0'))\n"  \
 	"  if c then\n"                                                                            \
-	"    return redis.error_reply(\"NOPERM this user has no permissions to run the '\" ..\n"    \
+	"    return redis.error_reply(\"NOPERM this user has no permissions to run the '\" ..\n"   \
 	"      string.lower(c) .. \"' command, which a run with these options needs\")\n"          \
 	"  end\n"                                                                                  \
 	"end\n"
