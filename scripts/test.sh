@@ -19,6 +19,23 @@ meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" "$@" || status
 
 # One closing line that any CI reads the same way.
 log="$dir/meson-logs/testlog.json"
+# meson prints a failed test's stderr only, and bats says what went wrong on stdout: each
+# failed scenario's lines, again, so that a CI log that keeps only this output explains it.
+((status == 0)) || python3 - "$log" <<'EOT'
+import json, sys
+
+for line in open(sys.argv[1]):
+    test = json.loads(line)
+    if test["result"] in ("OK", "SKIP", "EXPECTEDFAIL"):
+        continue
+    print(f"== {test['name']}: {test['result']}")
+    failing = False
+    for out in test["stdout"].splitlines():
+        if out.startswith(("ok ", "not ok ")):
+            failing = out.startswith("not ok ")
+        if failing or not out.startswith(("ok ", "# ", "1..")):
+            print(out)
+EOT
 passed=$(grep -c '"result": "OK"' "$log" || true)
 failed=$(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
 command -v valkey-server >/dev/null ||
