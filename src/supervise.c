@@ -48,6 +48,7 @@ struct state {
 	char last_error[512];
 	bool exited; /* the command was reaped */
 	int wait_status;
+	bool guard_killed;  /* by SIGKILL, past the deadline its guard was given */
 	bool sweeping;      /* what it left in its group was told to stop */
 	int64_t sweep_end;  /* when a sweep stops looking (after SIGKILL: zombies only) */
 	bool resumed;       /* the job was stopped and has been continued */
@@ -402,6 +403,8 @@ reap(const struct supervision *s, struct state *st)
 		}
 		st->exited = true;
 		st->wait_status = status;
+		st->guard_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+				   clock_now() >= s->child->guard_until;
 	}
 }
 
@@ -524,6 +527,16 @@ supervise(const struct supervision *s)
 
 	out.status = child_exit_status(st.wait_status, &out.signal);
 	out.forwarded = out.signal && sigismember(&st.forwarded, out.signal);
+	if (st.guard_killed && !st.lost && st.stopping == STOP_NONE) {
+		/* We did not run until past the lease's end as we knew it, and the guard took the
+		 * command down then: renewals that we had not read yet may have kept the lock,
+		 * but the command did not run to its end under it. A loss, not a signal from
+		 * outside (which 128+9 would say). */
+		msg_error("lost the lock on %s: redlock-run was held up past the end of its lease "
+			  "(starved of CPU, or stopped), and its guard killed the command then",
+			  s->lock->key);
+		st.lost = true;
+	}
 	out.lost = st.lost;
 	out.lease_end = st.lease_end;
 	if (st.lost) {

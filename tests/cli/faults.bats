@@ -367,20 +367,27 @@ PY
 	((elapsed < 5000))
 }
 
-@test "a poll that fails (out of kernel memory) never ends the run before the command does" {
+# supervise_poll ARGS...: sets $first to the number of supervise's first poll(2) among the
+# main thread's (the one with its 4 descriptors, after those of the connection), counted under
+# strace in a run of redlock-run with ARGS, the second one (the scripts known then); skips the
+# test where strace cannot trace, or poll(2) is not a system call of its own.
+supervise_poll() {
 	command -v strace >/dev/null || skip "strace is not installed"
 	strace -e trace=poll -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
-	# supervise's poll(2) (the one with its 4 descriptors, after those of the connection:
-	# counted in a run like it, the scripts known) fails with ENOMEM three times: it looks
-	# again a tick later, and goes by the command's exit, not by a status it never had.
-	local first
 	for _ in 1 2; do
-		strace -e trace=poll -o "$dir/trace" "$RR" job -c "sleep 0.3; exit 3" || true
+		strace -e trace=poll -o "$dir/trace" "$RR" "$@" || true
 	done
 	grep -q '^poll(' "$dir/trace" || skip "no poll(2) system call here (glibc's poll is ppoll)"
 	first=$(grep -n -m 1 '^poll(\[.*\], 4, ' "$dir/trace" | cut -d: -f1)
 	[[ -n $first ]] || fail "supervise's poll(2) not found in a run: $(cat "$dir/trace")"
+}
+
+@test "a poll that fails (out of kernel memory) never ends the run before the command does" {
+	# supervise's poll(2) fails with ENOMEM three times: it looks again a tick later, and
+	# goes by the command's exit, not by a status it never had.
+	local first
+	supervise_poll job -c "sleep 0.3; exit 3"
 	run strace -e trace=poll -e "inject=poll:error=ENOMEM:when=$first..$((first + 2))" \
 		-o "$dir/trace" "$RR" job -c "sleep 0.3; echo done; exit 3"
 	cat "$dir/trace"
@@ -389,4 +396,21 @@ PY
 	[[ $(grep -c '^poll(\[.*\], 4, .*INJECTED' "$dir/trace") == 3 ]]
 	run rcli_on fault exists job
 	assert_output 0
+}
+
+@test "a command its guard killed while redlock-run was held up past the lease: 76, not 128+9" {
+	# Traced without -f, the main thread alone: supervise's poll after the one that starts
+	# the watchdog returns 3s late. The watchdog renews meanwhile, but supervise reads those
+	# renewals only after the guard, which knows the lease as supervise last did, killed
+	# the command at its end.
+	local first
+	supervise_poll -t 600ms job -- sleep 0.5
+	run --separate-stderr strace -e trace=poll -o "$dir/trace" \
+		-e "inject=poll:delay_exit=3000000:when=$((first + 1))" "$RR" -t 600ms job -- sleep 30
+	echo "$stderr"
+	# The command did not run to its end holding the lock: 76, as for any loss, not the
+	# signal it died of (which says that someone outside killed it).
+	assert_equal "$status" 76
+	[[ $stderr == *"lost the lock on job"* ]]
+	wait_until 5 free_on fault job
 }
