@@ -361,7 +361,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	# next renewal is due (10s on): the command ends as that request goes unanswered.
 	"$RR" -t 30s -r "unix://$(relay_sock a)" job -c "
 		until grep -q swallowed $(redis_dir a)/relay.log; do sleep 0.05; done
-		echo \${EPOCHREALTIME/./} > $dir/ended" &
+		date +%s%6N > $dir/ended" &
 	pid=$!
 	reap "$pid"
 	assert_equal "$status" 0

@@ -9,6 +9,10 @@ bats_load_library bats-assert
 
 : "${REDLOCK_RUN:?meson test sets REDLOCK_RUN to the binary under test}"
 export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
+# -c runs its string with $SHELL, which CI may leave unset (then /bin/sh, dash on Debian) and a
+# developer's login sets to bash: the same /bin/sh everywhere, so that a bash-only word in a
+# scenario's command fails on every machine, not on CI's alone.
+export SHELL=/bin/sh
 
 # relay_start NAME: a relay (relay.py) in front of server NAME, on the Unix socket
 # $(relay_sock NAME), misbehaving as the first line of $(relay_mode NAME) says (pass, delay MS,

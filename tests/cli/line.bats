@@ -169,8 +169,8 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	# Behind them, sections of 0.4s each: one at a time, they take 4s, and the releases never
 	# stop coming.
 	for i in $(seq 10); do
-		"$RR" -l 3 -t 3s job -c "echo \"start \${EPOCHREALTIME/./}\" >> $dir/log; sleep 0.4
-			echo \"end \${EPOCHREALTIME/./}\" >> $dir/log" &
+		"$RR" -l 3 -t 3s job -c "echo start \$(date +%s%6N) >> $dir/log; sleep 0.4
+			echo end \$(date +%s%6N) >> $dir/log" &
 		live+=($!)
 	done
 	wait_until 10 in_line 12
