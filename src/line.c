@@ -157,84 +157,94 @@ wait_margin(int64_t lease)
  * 292 years): the times it counts from its block stay far from where int64_t ends. */
 #define BLOCK_MAX ((int64_t)24 * 3600 * NS_PER_S)
 
-enum lock_result
-line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
-	  int intr_fd)
+/*
+ * A lease about to end sooner than a server would time a BLPOP out, or one that nobody's
+ * release can wake us from (young nodes only): it is waited out here, until `end` (a pause at
+ * least), and the next attempt follows.
+ */
+static enum lock_result
+wait_here(struct lock *l, struct nodes *ns, const struct round *rd, int64_t end, int intr_fd)
 {
-	int64_t now = clock_now();
-	int64_t free_at =
-		time_max(nodes_free_at(ns, rd->held_until, rd->held, rd->usable), rd->young_ready);
-	int64_t block, end, due, timed_out = -1, nudge_at, overdue, silent_at, step = NS_PER_MS;
-	char seconds[32];
-	/* An ordered line wakes each waiter on a list of its own (see LINE in scripts.c); the
-	 * shared one still wakes the waiters a line without order has, and a release of 0.2.0. */
+	if (clock_sleep_until(end, intr_fd) == 0)
+		return LOCK_ACQUIRED;
+	line_leave(l, ns, rd); /* a place taken meanwhile goes, as after a BLPOP */
+	return LOCK_INTERRUPTED;
+}
+
+/* One block in line (see line_wait): when it was asked, for how long, until when we wait for
+ * it, and what it came to. */
+struct block {
+	int64_t start;
+	int64_t length;    /* what the servers are asked to block for, in whole ms */
+	int64_t end;       /* ours: the wait's end, or a server that does not answer in time */
+	int64_t timed_out; /* when a server first timed it out (a nil); -1 until one does */
+	bool woken;        /* a release woke us (or, pipelined, the server timed the block out) */
+	bool refused;      /* a server refused to block */
+};
+
+/*
+ * Sends the BLPOP on our wake lists to each node we wait on: our own (an ordered line wakes
+ * each waiter on a list of its own, see LINE in scripts.c) and the shared one (which still
+ * wakes the waiters a line without order has, and a release of 0.2.0).
+ *
+ * One plain server: the next attempt goes out behind the BLPOP, and runs as a release wakes
+ * us, or as the server times the BLPOP out, a margin after the lease it waits out has ended:
+ * never at the very moment it does, with none of our own latency to add to the margin by which
+ * the holder must have stopped its command. (Its answer is due by the end all the same, and a
+ * while after, for a request a cluster's -ASK sends elsewhere.)
+ *
+ * BLPOP takes seconds with a fraction (Redis 6 and later).
+ */
+static void
+send_block(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
+	   const struct block *b, int intr_fd)
+{
 	const char *argv[4] = { "BLPOP" };
 	size_t lens[4];
 	struct command blpop = { .argc = 1, .argv = argv, .lens = lens };
-	bool pipeline, refused = false, woken = false, retire = false, silence = false;
-	char said[400];
-	struct answer a;
-	enum conn_result res;
+	bool pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
+	int64_t due = pipeline ? time_add(b->end, l->io_timeout) : TIME_NEVER;
+	char seconds[32];
 
-	bool blocks = false;
-
-	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
-	if (msg_progress_live() || strcmp(q->shown, l->holder[0] ? l->holder : l->error) != 0)
-		show_wait(l, q, l->holder_ttl);
-	if (q->wait_deadline - now < NS_PER_MS)
-		return LOCK_ACQUIRED; /* about to end anyway: just try again */
-	block = l->holder_ttl >= 0
-			? time_min(time_add(l->holder_ttl, wait_margin(l->holder_ttl)), BLOCK_MAX)
-			: LOCK_HANDOFF / 2;
-	for (size_t i = 0; i < nodes_count(ns); i++)
-		blocks = blocks || rd->waiting[i];
-	if (!blocks || block < LOCK_TICK / 4) {
-		/* Nobody's release can wake us (young nodes only), or the lease is about to end,
-		 * sooner than a server would time a BLPOP out: it is waited out here, never less
-		 * than a pause. */
-		end = time_min(now + time_max(block, 10 * NS_PER_MS), q->wait_deadline);
-		if (clock_sleep_until(end, intr_fd) == 0)
-			return LOCK_ACQUIRED;
-		line_leave(l, ns, rd); /* a place taken meanwhile goes, as after a BLPOP */
-		return LOCK_INTERRUPTED;
-	}
-	/* The servers' timeouts end the block; ours, only the wait, or a server that does not
-	 * answer in time. */
-	end = time_min(q->wait_deadline, time_add(now + block, l->io_timeout));
-	/*
-	 * One plain server: the next attempt goes out behind the BLPOP, and runs as a release
-	 * wakes us, or as the server times the BLPOP out, a margin after the lease it waits out
-	 * has ended: never at the very moment it does, with none of our own latency to add to
-	 * the margin by which the holder must have stopped its command. (Its answer is due by the
-	 * end all the same, and a while after, for a request a cluster's -ASK sends elsewhere.)
-	 *
-	 * BLPOP takes seconds with a fraction (Redis 6 and later).
-	 */
-	pipeline = nodes_count(ns) == 1 && rd->waiting[0] && nodes_plain(ns, 0);
-	block = time_add(block, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
-	snprintf(seconds, sizeof(seconds), "%.3f", (double)(block / NS_PER_MS) / 1e3);
+	snprintf(seconds, sizeof(seconds), "%.3f", (double)(b->length / NS_PER_MS) / 1e3);
 	if (l->ordered)
 		argv[blpop.argc++] = l->own_wake_key;
 	argv[blpop.argc++] = l->shared ? l->shared_wake_key : l->wake_key;
 	argv[blpop.argc++] = seconds;
 	for (int i = 0; i < blpop.argc; i++)
 		lens[i] = strlen(argv[i]);
-	blpop.blocks_until = now + block;
-	/* A server times a blocked client out at its next tick (100 ms apart by default), or
-	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
-	 * answers, it is nudged (see conn_nudge). */
-	nudge_at = now + block + NS_PER_MS;
-	/* A second past that, a server that has not answered is said to be silent (-v). */
-	overdue = now + block + NS_PER_S;
-	silent_at = msg_verbose() ? overdue : TIME_NEVER;
-	due = pipeline ? time_add(end, l->io_timeout) : TIME_NEVER;
+	blpop.blocks_until = b->start + b->length;
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (rd->waiting[i])
 			nodes_send(ns, i, &blpop, due, intr_fd);
 	if (pipeline)
 		pipeline_attempt(l, ns, q, due, intr_fd);
+}
+
+/*
+ * Reads what the block comes to: woken, timed out (by every server, or at b->end), refused,
+ * interrupted, or no node left waiting. Meanwhile, the progress line, and servers that owe an
+ * answer nudged (and, with -v, said to be silent).
+ */
+static enum conn_result
+read_block(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
+	   struct block *b, int intr_fd)
+{
+	/* A server times a blocked client out at its next tick (100 ms apart by default), or
+	 * as soon as anything wakes it: a millisecond after its timeout, and more often until it
+	 * answers, it is nudged (see conn_nudge). */
+	int64_t nudge_at = b->start + b->length + NS_PER_MS, step = NS_PER_MS;
+	/* A second past that, a server that has not answered is said to be silent (-v). */
+	int64_t overdue = b->start + b->length + NS_PER_S;
+	int64_t silent_at = msg_verbose() ? overdue : TIME_NEVER;
+	bool silence = false;
+	char said[400];
+	struct answer a;
+	enum conn_result res;
+
 	for (;;) {
-		int64_t until = timed_out >= 0 ? time_min(end, timed_out + LOCK_TICK) : end;
+		int64_t until =
+			b->timed_out >= 0 ? time_min(b->end, b->timed_out + LOCK_TICK) : b->end;
 
 		res = nodes_next(
 			ns,
@@ -245,10 +255,10 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 		if (res == CONN_TIMEOUT) {
 			int64_t t = clock_now();
 			if (t >= until)
-				break;
+				return res;
 			if (t >= silent_at) {
 				/* Once in a log; every second, as the rest, on a terminal. */
-				show_silence(l, ns, q, now + block);
+				show_silence(l, ns, q, b->start + b->length);
 				silent_at = msg_progress_live() ? t + NS_PER_S : TIME_NEVER;
 				silence = true;
 			}
@@ -263,25 +273,12 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			if (t < overdue)
 				show_wait(l, q,
 					  l->holder_ttl >= 0
-						  ? time_max(l->holder_ttl - (t - now), 0)
+						  ? time_max(l->holder_ttl - (t - b->start), 0)
 						  : -1);
 			continue;
 		}
-		if (res == CONN_INTERRUPTED) {
-			bool abandoned = q->pipelined;
-			if (abandoned)
-				abandon_pipelined(l, ns, q);
-			nodes_cancel(ns);
-			/* (What the pipelined attempt would have left runs only if the BLPOP
-			 * returned; the place taken before it is left now. A caller that asks
-			 * again after a signal it ignores does so with a new token.) */
-			line_leave(l, ns, rd);
-			if (abandoned && retire_token(l) < 0)
-				return LOCK_UNAVAILABLE;
-			return LOCK_INTERRUPTED;
-		}
 		if (res != CONN_OK)
-			break; /* no node is left waiting: the next attempt reconnects */
+			return res; /* interrupted, or no node is left waiting */
 		if (a.result != CONN_OK)
 			continue; /* that node's connection broke; the others still wait */
 		if (silence) {
@@ -292,8 +289,8 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			/* Timed out by that server: the others, due at the same time, are given a
 			 * tick to say so too, and keep their connections. */
 			reply_free(a.reply);
-			if (timed_out < 0)
-				timed_out = clock_now();
+			if (b->timed_out < 0)
+				b->timed_out = clock_now();
 			continue;
 		}
 		if (reply_type(a.reply) != REPLY_ERROR) {
@@ -302,25 +299,70 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			 * UNBLOCK, a server clock stepped on), so that is all we know. One that
 			 * leaves too little is renewed at once (ATTEMPT_RENEW). */
 			reply_free(a.reply);
-			woken = true;
-			break; /* woken (or, pipelined, timed out by the server) */
+			b->woken = true;
+			return res; /* woken (or, pipelined, timed out by the server) */
 		}
-		refused = true;
+		b->refused = true;
 		set_error(l, "%s refused to wait on %s: %s", nodes_address(ns, a.node), l->wake_key,
 			  refusal(a.reply, said, sizeof(said)));
 		reply_free(a.reply);
-		if (q->pipelined) {
-			res = CONN_FAILED; /* the only node refused */
-			break;
-		}
+		if (q->pipelined)
+			return CONN_FAILED; /* the only node refused */
+	}
+}
+
+enum lock_result
+line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct round *rd,
+	  int intr_fd)
+{
+	int64_t now = clock_now();
+	int64_t free_at =
+		time_max(nodes_free_at(ns, rd->held_until, rd->held, rd->usable), rd->young_ready);
+	struct block b = { .start = now, .timed_out = -1 };
+	bool blocks = false, retire = false;
+	enum conn_result res;
+
+	l->holder_ttl = free_at == TIME_NEVER ? -1 : time_max(free_at - now, 0);
+	if (msg_progress_live() || strcmp(q->shown, l->holder[0] ? l->holder : l->error) != 0)
+		show_wait(l, q, l->holder_ttl);
+	if (q->wait_deadline - now < NS_PER_MS)
+		return LOCK_ACQUIRED; /* about to end anyway: just try again */
+	b.length =
+		l->holder_ttl >= 0
+			? time_min(time_add(l->holder_ttl, wait_margin(l->holder_ttl)), BLOCK_MAX)
+			: LOCK_HANDOFF / 2;
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		blocks = blocks || rd->waiting[i];
+	if (!blocks || b.length < LOCK_TICK / 4) {
+		int64_t pause = time_max(b.length, 10 * NS_PER_MS);
+		return wait_here(l, ns, rd, time_min(now + pause, q->wait_deadline), intr_fd);
+	}
+	/* The servers' timeouts end the block; ours, only the wait, or a server that does not
+	 * answer in time. */
+	b.end = time_min(q->wait_deadline, time_add(now + b.length, l->io_timeout));
+	b.length = time_add(b.length, NS_PER_MS - 1) / NS_PER_MS * NS_PER_MS; /* whole ms */
+	send_block(l, ns, q, rd, &b, intr_fd);
+	res = read_block(l, ns, q, rd, &b, intr_fd);
+	if (res == CONN_INTERRUPTED) {
+		bool abandoned = q->pipelined;
+		if (abandoned)
+			abandon_pipelined(l, ns, q);
+		nodes_cancel(ns);
+		/* (What the pipelined attempt would have left runs only if the BLPOP returned;
+		 * the place taken before it is left now. A caller that asks again after a signal
+		 * it ignores does so with a new token.) */
+		line_leave(l, ns, rd);
+		if (abandoned && retire_token(l) < 0)
+			return LOCK_UNAVAILABLE;
+		return LOCK_INTERRUPTED;
 	}
 	if (q->pipelined) {
 		/* Its answer is next on the connection: the attempt reads it. */
-		if (woken)
+		if (b.woken)
 			return LOCK_ACQUIRED;
-		if (res == CONN_TIMEOUT || refused) {
+		if (res == CONN_TIMEOUT || b.refused) {
 			abandon_pipelined(l, ns, q);
-			retire = !refused;
+			retire = !b.refused;
 		} else {
 			/* The connection broke with it queued: it may have run. The next attempt,
 			 * with the same token, settles that. */
@@ -339,5 +381,5 @@ line_wait(struct lock *l, struct nodes *ns, struct acquisition *q, const struct 
 			return LOCK_UNAVAILABLE;
 	}
 	/* Refused everywhere it asked: no point asking again. */
-	return refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;
+	return b.refused && res == CONN_FAILED ? LOCK_UNAVAILABLE : LOCK_ACQUIRED;
 }
