@@ -650,144 +650,181 @@ renew_failed(struct lock *l, struct nodes *ns, size_t i, struct failures *why)
 	nodes_reset(ns, i);
 }
 
+/* What a round of renewals has heard so far (see lock_renew). */
+struct renewal {
+	size_t yes;     /* nodes that renewed */
+	size_t others;  /* nodes that another holder has */
+	size_t gone;    /* nodes that lost our key */
+	size_t none;    /* as many nodes as a quorum can do without */
+	int64_t valid;  /* the lease as it stood: a node that lost our key may be given it again
+			 * before it ends */
+	long long ours; /* our fence */
+	bool data_gone; /* every node that lost our key lost its data too (lost: the first says) */
+	char lost[sizeof(((struct lock *)0)->error)];
+	char holder[LOCK_HOLDER_MAX]; /* the other holder, the last one found */
+	struct failures why;
+	bool taking[NODES_MAX], raising[NODES_MAX];
+	struct call call, take, raise;
+	int64_t deadline;
+	int intr_fd;
+};
+
+/*
+ * Node a->node answers our taking the lock there. While the lease holds on a quorum without
+ * them, a minority of nodes that do not hold it are given it: one that lost the key (restarted
+ * empty, most likely), or never had it (a late answer, a server that was down). It counts from
+ * the next renewal on, never for this one.
+ */
+static void
+count_take(struct lock *l, struct nodes *ns, struct renewal *rn, const struct answer *a)
+{
+	size_t i = a->node;
+	long long age;
+	char run_id[41];
+
+	rn->taking[i] = false;
+	switch (parse_acquire(l, nodes_address(ns, i), a->reply, &age, run_id)) {
+	case REPLY_ACQUIRED:
+		if (!replicated(l, ns, a, "the lock", l->error, sizeof(l->error))) {
+			failures_add(&rn->why, l->error);
+			break;
+		}
+		msg_info("%s has %s now; it counts from the next renewal", nodes_address(ns, i),
+			 l->key);
+		nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
+		if (l->fence < rn->ours) {
+			/* Our fence goes there too (see raise_the_rest in acquire.c). */
+			call_send(ns, i, &rn->raise, rn->deadline, rn->intr_fd, true);
+			rn->raising[i] = true;
+		}
+		break;
+	case REPLY_HELD:
+		snprintf(rn->holder, sizeof(rn->holder), "%s", l->holder);
+		rn->others++;
+		break;
+	default:
+		failures_add(&rn->why, l->error);
+		break;
+	}
+	l->fence = rn->ours;
+}
+
+/* Node a->node answers our renewal. */
+static void
+count_renewal(struct lock *l, struct nodes *ns, struct renewal *rn, const struct answer *a)
+{
+	size_t i = a->node;
+	enum lock_renewal r = read_renewal(l, nodes_address(ns, i), a->reply, nodes_sent(ns, i));
+
+	switch (r) {
+	case LOCK_RENEWED:
+		/* Not acknowledged by the replicas, the lease is not extended there: a replica
+		 * promoted now would not know of it. */
+		if (!replicated(l, ns, a, "the renewal", l->error, sizeof(l->error))) {
+			failures_add(&rn->why, l->error);
+			break;
+		}
+		nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
+		rn->yes++;
+		break;
+	case LOCK_RENEW_FAILED:
+		renew_failed(l, ns, i, &rn->why);
+		break;
+	case LOCK_TAKEN:
+		snprintf(rn->holder, sizeof(rn->holder), "%s", l->holder);
+		nodes_drop(ns, i);
+		rn->others++;
+		break;
+	default:
+		/* The first that lost its data says so (l->error), if all did. */
+		if (r != LOCK_GONE_WITH_DATA)
+			rn->data_gone = false;
+		else if (!rn->lost[0])
+			snprintf(rn->lost, sizeof(rn->lost), "%s", l->error);
+		nodes_drop(ns, i);
+		/* A minority that lost it is given it again while the lease, as it stood, holds
+		 * (a young server counts for nobody else meanwhile). */
+		if (++rn->gone <= rn->none && rn->valid > clock_now()) {
+			msg_info("%s no longer has %s; taking it there again", nodes_address(ns, i),
+				 l->key);
+			call_send(ns, i, &rn->take, rn->deadline, rn->intr_fd, false);
+			rn->taking[i] = true;
+		}
+		break;
+	}
+}
+
+/* Another holder, or servers that lost our key, on so many nodes that we cannot hold a quorum:
+ * lost, and how. */
+static enum lock_renewal
+quorum_lost(struct lock *l, struct nodes *ns, const struct renewal *rn)
+{
+	nodes_forget(ns);
+	snprintf(l->holder, sizeof(l->holder), "%s", rn->holder);
+	explain_loss(l, ns);
+	if (rn->others > rn->none)
+		return LOCK_TAKEN;
+	if (!rn->data_gone || l->error[0]) /* (a failover explains it) */
+		return LOCK_GONE;
+	snprintf(l->error, sizeof(l->error), "%s", rn->lost);
+	return LOCK_GONE_WITH_DATA;
+}
+
 enum lock_renewal
 lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	   void (*renewed)(void *, int64_t), void *arg)
 {
-	size_t yes = 0, others = 0, gone = 0, missing = 0;
-	size_t none = nodes_count(ns) - nodes_quorum(ns);
-	/* The lease as it stands: a node that lost our key may be given it again before it ends. */
-	int64_t valid = nodes_lease_end(ns);
-	bool taking[NODES_MAX] = { false }, raising[NODES_MAX] = { false };
-	bool told = false, data_gone = true;
-	char lost[sizeof(l->error)] = "";
-	long long ours = l->fence;
-	char ttl[24], fence[24], holder[LOCK_HOLDER_MAX] = "";
+	struct renewal rn = {
+		.none = nodes_count(ns) - nodes_quorum(ns),
+		.valid = nodes_lease_end(ns),
+		.ours = l->fence,
+		.data_gone = true,
+		.deadline = deadline,
+		.intr_fd = intr_fd,
+	};
+	size_t missing = 0;
+	bool told = false;
+	char ttl[24], fence[24];
 	const char *args[7] = { l->key, l->fence_key, l->broken_key, l->value, ttl };
-	struct call call, take, raise;
-	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 
 	ttl_ms(l, ttl, sizeof(ttl));
-	snprintf(fence, sizeof(fence), "%lld", ours);
-	call_init(&call, kind_of(l)->renew, 3, 5, args);
+	snprintf(fence, sizeof(fence), "%lld", rn.ours);
+	call_init(&rn.call, kind_of(l)->renew, 3, 5, args);
 	/* Where we do not hold it, we take it: the run may have been in line there (a grant
 	 * takes it out). */
-	acquire_call(l, false, true, false, &take);
-	fence_call(l, fence, ttl, &raise);
+	acquire_call(l, false, true, false, &rn.take);
+	fence_call(l, fence, ttl, &rn.raise);
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		missing += !nodes_holds(ns, i);
 	for (size_t i = 0; i < nodes_count(ns); i++) {
-		taking[i] = !nodes_holds(ns, i) && missing <= none && valid > clock_now();
-		call_send(ns, i, taking[i] ? &take : &call, deadline, intr_fd, false);
+		rn.taking[i] = !nodes_holds(ns, i) && missing <= rn.none && rn.valid > clock_now();
+		call_send(ns, i, rn.taking[i] ? &rn.take : &rn.call, deadline, intr_fd, false);
 	}
 	while ((res = nodes_next(ns, TIME_NEVER, intr_fd, &a)) == CONN_OK) {
 		size_t i = a.node;
-		long long age;
 
 		if (noscript(&a)) {
-			call_send(ns, i, taking[i] ? &take : &call, deadline, intr_fd, true);
+			call_send(ns, i, rn.taking[i] ? &rn.take : &rn.call, deadline, intr_fd,
+				  true);
 			continue;
 		}
-		if (raising[i] || a.result != CONN_OK) {
+		if (rn.raising[i] || a.result != CONN_OK) {
 			if (a.result != CONN_OK)
-				failures_add(&why, nodes_error(ns, i));
-			raising[i] = taking[i] = false;
+				failures_add(&rn.why, nodes_error(ns, i));
+			rn.raising[i] = rn.taking[i] = false;
 			reply_free(a.reply);
 			continue;
 		}
-		if (taking[i]) {
-			/* While the lease holds on a quorum without them, a minority of nodes that
-			 * do not hold it are given it: one that lost the key (restarted empty, most
-			 * likely), or never had it (a late answer, a server that was down). It
-			 * counts from the next renewal on, never for this one. */
-			taking[i] = false;
-			char run_id[41];
-			switch (parse_acquire(l, nodes_address(ns, i), a.reply, &age, run_id)) {
-			case REPLY_ACQUIRED:
-				if (!replicated(l, ns, &a, "the lock", l->error,
-						sizeof(l->error))) {
-					failures_add(&why, l->error);
-					break;
-				}
-				msg_info("%s has %s now; it counts from the next renewal",
-					 nodes_address(ns, i), l->key);
-				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
-				if (l->fence < ours) {
-					/* Our fence goes there too (see raise_the_rest in
-					 * acquire.c). */
-					call_send(ns, i, &raise, deadline, intr_fd, true);
-					raising[i] = true;
-				}
-				break;
-			case REPLY_HELD:
-				snprintf(holder, sizeof(holder), "%s", l->holder);
-				others++;
-				break;
-			default:
-				failures_add(&why, l->error);
-				break;
-			}
-			l->fence = ours;
-			reply_free(a.reply);
-		} else {
-			enum lock_renewal r =
-				read_renewal(l, nodes_address(ns, i), a.reply, nodes_sent(ns, i));
-			switch (r) {
-			case LOCK_RENEWED:
-				/* Not acknowledged by the replicas, the lease is not extended
-				 * there: a replica promoted now would not know of it. */
-				if (!replicated(l, ns, &a, "the renewal", l->error,
-						sizeof(l->error))) {
-					failures_add(&why, l->error);
-					break;
-				}
-				nodes_hold(ns, i, lock_lease_deadline(l, nodes_sent(ns, i)));
-				yes++;
-				break;
-			case LOCK_RENEW_FAILED:
-				renew_failed(l, ns, i, &why);
-				break;
-			case LOCK_TAKEN:
-				snprintf(holder, sizeof(holder), "%s", l->holder);
-				nodes_drop(ns, i);
-				others++;
-				break;
-			default:
-				/* The first that lost its data says so (l->error), if all did. */
-				if (r != LOCK_GONE_WITH_DATA)
-					data_gone = false;
-				else if (!lost[0])
-					snprintf(lost, sizeof(lost), "%s", l->error);
-				nodes_drop(ns, i);
-				/* A minority that lost it is given it again while the lease, as it
-				 * stood, holds (a young server counts for nobody else meanwhile).
-				 */
-				if (++gone <= none && valid > clock_now()) {
-					msg_info("%s no longer has %s; taking it there again",
-						 nodes_address(ns, i), l->key);
-					call_send(ns, i, &take, deadline, intr_fd, false);
-					taking[i] = true;
-				}
-				break;
-			}
-			reply_free(a.reply);
-		}
-		if (others > none || gone > none) {
-			/* Another holder, or servers that lost our key, on so many nodes that we
-			 * cannot hold a quorum: lost. */
-			nodes_forget(ns);
-			snprintf(l->holder, sizeof(l->holder), "%s", holder);
-			explain_loss(l, ns);
-			if (others > none)
-				return LOCK_TAKEN;
-			if (!data_gone || l->error[0]) /* (a failover explains it) */
-				return LOCK_GONE;
-			snprintf(l->error, sizeof(l->error), "%s", lost);
-			return LOCK_GONE_WITH_DATA;
-		}
-		if (!told && nodes_verdict(ns, yes, 0) == VERDICT_YES) {
+		if (rn.taking[i])
+			count_take(l, ns, &rn, &a);
+		else
+			count_renewal(l, ns, &rn, &a);
+		reply_free(a.reply);
+		if (rn.others > rn.none || rn.gone > rn.none)
+			return quorum_lost(l, ns, &rn);
+		if (!told && nodes_verdict(ns, rn.yes, 0) == VERDICT_YES) {
 			told = true;
 			if (renewed)
 				renewed(arg, nodes_lease_end(ns));
@@ -799,10 +836,10 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 	}
 	if (told) {
 		/* A minority that did not answer changes nothing but this note. */
-		snprintf(l->error, sizeof(l->error), "%s", why.count ? why.text : "");
+		snprintf(l->error, sizeof(l->error), "%s", rn.why.count ? rn.why.text : "");
 		return LOCK_RENEWED;
 	}
-	set_quorum_error(l, ns, &why);
+	set_quorum_error(l, ns, &rn.why);
 	return LOCK_RENEW_FAILED;
 }
 
@@ -812,15 +849,109 @@ lock_hold_left(const struct lock *l, int64_t now)
 	return l->min_hold ? time_max(0, time_add(l->acquired_at, l->min_hold) - now) : 0;
 }
 
+/* What the answers to a release have said so far (see lock_release). */
+struct release_count {
+	size_t yes;         /* nodes that released it */
+	size_t unconfirmed; /* nodes that, asked again, no longer had it: most likely our own first
+			     * request's doing */
+	size_t lost;        /* nodes that lost it with their data while the command ran */
+	size_t answered;
+	size_t holding;  /* nodes that held it, as the acquisition left them */
+	size_t not_ours; /* of those, nodes that found it gone or another's */
+	bool retried[NODES_MAX];
+	bool without[NODES_MAX]; /* the node did not hold it */
+	char lost_why[sizeof(((struct lock *)0)->error)];
+	struct failures why;
+};
+
+/* Node a->node answers the release, sent at start: false for a refusal (said in c->why). */
+static bool
+count_release(struct lock *l, struct nodes *ns, struct release_count *c, const struct answer *a,
+	      int64_t start)
+{
+	size_t i = a->node;
+	long long up, got;
+
+	if ((got = released(l, a->reply, &up)) <= -2) {
+		char said[400];
+		set_error(l, "%s refused to release %s: %s", nodes_address(ns, i), l->key,
+			  refusal(a->reply, said, sizeof(said)));
+		failures_add(&c->why, l->error);
+		return false;
+	}
+	/* Not ours: lost with the server's data while the command ran, or, after a request
+	 * that may have landed, most likely deleted by that request. */
+	if (nodes_holds(ns, i) && lost_with_data(l, nodes_address(ns, i), got, up,
+						 nodes_sent(ns, i), start, c->retried[i])) {
+		c->lost++;
+		snprintf(c->lost_why, sizeof(c->lost_why), "%s", l->error);
+	} else {
+		c->yes += got == 1;
+		c->without[i] = got <= 0 && !c->retried[i];
+		c->unconfirmed += c->retried[i] && got <= 0;
+		/* (A server that never held it says nothing of its loss.) */
+		c->not_ours += !c->retried[i] && got <= 0 && nodes_holds(ns, i);
+	}
+	c->answered++;
+	return true;
+}
+
+/* What the release came to, once its answers are in (res: how the wait for them ended). */
+static enum lock_release_result
+release_verdict(struct lock *l, struct nodes *ns, struct release_count *c, enum conn_result res)
+{
+	char ttl[32];
+
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		char line[320];
+		if (!nodes_outstanding(ns, i))
+			continue;
+		snprintf(line, sizeof(line),
+			 res == CONN_INTERRUPTED ? "interrupted" : "no reply from %s in time",
+			 nodes_address(ns, i));
+		failures_add(&c->why, line);
+	}
+	nodes_forget(ns);
+	if (nodes_verdict(ns, c->yes, 0) == VERDICT_YES) {
+		if (c->why.count)
+			msg_info("not released everywhere (%s); it expires there within %s",
+				 c->why.text, duration_format(l->ttl, ttl, sizeof(ttl)));
+		return LOCK_RELEASED;
+	}
+	if (c->lost && c->answered >= nodes_quorum(ns) &&
+	    nodes_verdict(ns, c->yes + c->unconfirmed, 0) != VERDICT_YES) {
+		snprintf(l->error, sizeof(l->error), "%s", c->lost_why);
+		return LOCK_RELEASE_LOST_DATA;
+	}
+	if (nodes_verdict(ns, c->yes + c->unconfirmed, 0) == VERDICT_YES)
+		return LOCK_RELEASE_UNCONFIRMED;
+	/* Broken (--break), as a server that held it says: lost, however few answered. */
+	if (strncmp(l->holder, "broken:", 7) == 0)
+		return LOCK_RELEASE_GONE;
+	/* Gone only when the servers that held it (as the acquisition left them: the
+	 * watchdog's own connections hand it back to a server that lost it, on their side) and
+	 * found it gone leave too few that may hold it still: one that did not answer (frozen,
+	 * down) held it, for all we know. */
+	if (c->answered >= nodes_quorum(ns) && c->holding < c->not_ours + nodes_quorum(ns))
+		return LOCK_RELEASE_GONE;
+	/* Why the servers that answered do not make a quorum: */
+	for (size_t i = 0; i < nodes_count(ns); i++) {
+		char line[320];
+		if (!c->without[i])
+			continue;
+		snprintf(line, sizeof(line), "%s did not hold it", nodes_address(ns, i));
+		failures_add(&c->why, line);
+	}
+	set_quorum_error(l, ns, &c->why);
+	return LOCK_RELEASE_FAILED;
+}
+
 enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
-	size_t yes = 0, unconfirmed = 0, lost = 0, answered = 0, holding = 0, not_ours = 0;
-	bool retried[NODES_MAX] = { false }, without[NODES_MAX] = { false }, decided = false;
-	char lost_why[sizeof(l->error)] = "";
-	char ttl[32];
+	struct release_count c = { 0 };
+	bool decided = false;
 	struct call call;
-	struct failures why = { 0 };
 	struct answer a;
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
@@ -832,60 +963,43 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	int64_t due = time_max(deadline, time_min(l->valid_until, time_add(start, LOCK_OUTAGE)));
 
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		holding += nodes_holds(ns, i);
+		c.holding += nodes_holds(ns, i);
 	/* Rounded up: never shorter than --min-hold. */
 	release_call(l, (long long)((left + NS_PER_MS - 1) / NS_PER_MS), &call);
 	call_send_all(ns, &call, due, intr_fd);
 	for (;;) {
 		res = next_answer(ns, &call, deadline, due, intr_fd, &a);
-		if (res == CONN_TIMEOUT && deadline < due && answered < nodes_quorum(ns) &&
+		if (res == CONN_TIMEOUT && deadline < due && c.answered < nodes_quorum(ns) &&
 		    nodes_moving(ns)) {
 			deadline = due;
 			continue;
 		}
 		if (res != CONN_OK)
 			break;
-		size_t i = a.node;
-		long long up, got;
-
 		/* The connection may have sat idle for as long as the command ran: one that
 		 * broke while the request was out is worth one more try on a fresh one (the
 		 * release is idempotent). */
-		if (a.result == CONN_FAILED && !retried[i]) {
-			retried[i] = true;
-			call_send(ns, i, &call, due, intr_fd, false);
+		if (a.result == CONN_FAILED && !c.retried[a.node]) {
+			c.retried[a.node] = true;
+			call_send(ns, a.node, &call, due, intr_fd, false);
 			continue;
 		}
 		if (a.result != CONN_OK) {
-			failures_add(&why, nodes_error(ns, i));
+			failures_add(&c.why, nodes_error(ns, a.node));
 			continue;
 		}
-		if ((got = released(l, a.reply, &up)) > -2) {
-			/* Not ours: lost with the server's data while the command ran, or, after a
-			 * request that may have landed, most likely deleted by that request. */
-			if (nodes_holds(ns, i) &&
-			    lost_with_data(l, nodes_address(ns, i), got, up, nodes_sent(ns, i),
-					   start, retried[i])) {
-				lost++;
-				snprintf(lost_why, sizeof(lost_why), "%s", l->error);
-			} else {
-				yes += got == 1;
-				without[i] = got <= 0 && !retried[i];
-				unconfirmed += retried[i] && got <= 0;
-				/* (A server that never held it says nothing of its loss.) */
-				not_ours += !retried[i] && got <= 0 && nodes_holds(ns, i);
-			}
-			/* Once the answers decided it (a quorum released it, or can no longer),
-			 * the rest get a moment (twice what that took), not the whole deadline:
-			 * one frozen node does not hold up the exit. A quorum that answered is
-			 * not one that released it (one may never have held it): a node far
-			 * away is given LOCK_LAST_ANSWER from then, a frozen one no more. */
-			if (++answered == nodes_quorum(ns)) {
+		/* Once the answers decided it (a quorum released it, or can no longer), the rest
+		 * get a moment (twice what that took), not the whole deadline: one frozen node does
+		 * not hold up the exit. A quorum that answered is not one that released it (one
+		 * may never have held it): a node far away is given LOCK_LAST_ANSWER from then, a
+		 * frozen one no more. */
+		if (count_release(l, ns, &c, &a, start)) {
+			if (c.answered == nodes_quorum(ns)) {
 				l->answered_at = clock_now();
 				deadline = time_min(deadline, l->answered_at + LOCK_LAST_ANSWER);
 			}
-			if (!decided && (yes >= nodes_quorum(ns) ||
-					 answered - yes > nodes_count(ns) - nodes_quorum(ns))) {
+			if (!decided && (c.yes >= nodes_quorum(ns) ||
+					 c.answered - c.yes > nodes_count(ns) - nodes_quorum(ns))) {
 				int64_t now = clock_now();
 				decided = true;
 				deadline = time_min(deadline,
@@ -893,54 +1007,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 								   time_max(10 * NS_PER_MS,
 									    2 * (now - start))));
 			}
-		} else {
-			char said[400];
-			set_error(l, "%s refused to release %s: %s", nodes_address(ns, i), l->key,
-				  refusal(a.reply, said, sizeof(said)));
-			failures_add(&why, l->error);
 		}
 		reply_free(a.reply);
 	}
-	for (size_t i = 0; i < nodes_count(ns); i++) {
-		char line[320];
-		if (!nodes_outstanding(ns, i))
-			continue;
-		snprintf(line, sizeof(line),
-			 res == CONN_INTERRUPTED ? "interrupted" : "no reply from %s in time",
-			 nodes_address(ns, i));
-		failures_add(&why, line);
-	}
-	nodes_forget(ns);
-	if (nodes_verdict(ns, yes, 0) == VERDICT_YES) {
-		if (why.count)
-			msg_info("not released everywhere (%s); it expires there within %s",
-				 why.text, duration_format(l->ttl, ttl, sizeof(ttl)));
-		return LOCK_RELEASED;
-	}
-	if (lost && answered >= nodes_quorum(ns) &&
-	    nodes_verdict(ns, yes + unconfirmed, 0) != VERDICT_YES) {
-		snprintf(l->error, sizeof(l->error), "%s", lost_why);
-		return LOCK_RELEASE_LOST_DATA;
-	}
-	if (nodes_verdict(ns, yes + unconfirmed, 0) == VERDICT_YES)
-		return LOCK_RELEASE_UNCONFIRMED;
-	/* Broken (--break), as a server that held it says: lost, however few answered. */
-	if (strncmp(l->holder, "broken:", 7) == 0)
-		return LOCK_RELEASE_GONE;
-	/* Gone only when the servers that held it (as the acquisition left them: the
-	 * watchdog's own connections hand it back to a server that lost it, on their side) and
-	 * found it gone leave too few that may hold it still: one that did not answer (frozen,
-	 * down) held it, for all we know. */
-	if (answered >= nodes_quorum(ns) && holding < not_ours + nodes_quorum(ns))
-		return LOCK_RELEASE_GONE;
-	/* Why the servers that answered do not make a quorum: */
-	for (size_t i = 0; i < nodes_count(ns); i++) {
-		char line[320];
-		if (!without[i])
-			continue;
-		snprintf(line, sizeof(line), "%s did not hold it", nodes_address(ns, i));
-		failures_add(&why, line);
-	}
-	set_quorum_error(l, ns, &why);
-	return LOCK_RELEASE_FAILED;
+	return release_verdict(l, ns, &c, res);
 }
