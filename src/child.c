@@ -401,13 +401,23 @@ child_suspend(struct child *ch, bool asked)
 	return true;
 }
 
-void
-child_resume(const struct child *ch)
+bool
+child_adopt_terminal(struct child *ch)
 {
-	/* Continued by fg, the terminal is ours to hand on again; by bg, it stays with the
-	 * shell. */
-	if (ch->handed && tcgetpgrp(ch->tty_fd) == getpgrp())
+	if (ch->tty_fd < 0 && (ch->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)) >= 0)
+		ch->piped = piped();
+	return ch->tty_fd >= 0;
+}
+
+void
+child_resume(struct child *ch)
+{
+	/* Continued by fg, the terminal is ours to hand on (again, or for the first time to a
+	 * command started in the background); by bg, it stays with the shell. */
+	if ((ch->handed || !ch->piped) && ch->tty_fd >= 0 && tcgetpgrp(ch->tty_fd) == getpgrp()) {
+		ch->handed = true;
 		tcsetpgrp(ch->tty_fd, ch->pgid);
+	}
 	kill(-ch->pgid, SIGCONT);
 }
 

@@ -80,8 +80,15 @@ bool child_suspend(struct child *ch, bool asked);
  * itself (stopped with SIGSTOP, or starved of CPU): CLOCK_BOOTTIME ns, or TIME_NEVER. Says so to
  * the guard when it changed, and again at the next call when it could not. */
 void child_guard_until(struct child *ch, int64_t deadline);
-/* Continues the command, handing it the terminal again if we are in the foreground. */
-void child_resume(const struct child *ch);
+/* The command, started while we were not the terminal's foreground job, stopped reading or
+ * writing it (SIGTTIN, SIGTTOU): it is a job of that terminal now, stopped as any (see
+ * child_suspend), and continued with the terminal by fg (see child_resume). False when we have
+ * no controlling terminal. */
+bool child_adopt_terminal(struct child *ch);
+
+/* Continues the command, handing it the terminal if we are in the foreground (fg), unless
+ * one command of a pipeline that never asked for it. */
+void child_resume(struct child *ch);
 
 /* Once nothing of the command is left: the terminal goes back to redlock-run if the
  * command had it, and so does tty_signal, a signal that killed the command and that only

@@ -23,6 +23,12 @@ signals_forwarded(int sig)
 	return false;
 }
 
+bool
+signals_ends_job(int sig)
+{
+	return signals_forwarded(sig) && sig != SIGUSR1 && sig != SIGUSR2;
+}
+
 /*
  * Whether a stop signal can stop us: whether our process group is not orphaned (POSIX), which
  * the first of our ancestors outside it tells by being in our session (a shell with job

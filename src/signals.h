@@ -51,6 +51,10 @@ bool signals_take_cont(const struct signals *s);
  * ALRM. */
 bool signals_forwarded(int sig);
 
+/* True for those of them that ask a job to end: INT, TERM, HUP, QUIT and ALRM (USR1 and USR2
+ * ask a running program for something, such as reopening its logs). */
+bool signals_ends_job(int sig);
+
 /* For the command, between fork and exec (async-signal-safe): the signal mask and the
  * SIGCHLD disposition redlock-run had on entry. */
 void signals_restore_entry(const struct signals *s);

@@ -13,6 +13,7 @@
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
+#include "proc.h"
 
 /* How often a sweep looks whether the command's leftovers are gone: their deaths are not
  * all reported to us (their parents may be leftovers too). */
@@ -394,9 +395,19 @@ reap(const struct supervision *s, struct state *st)
 			continue; /* an orphan of the command */
 		if (WIFSTOPPED(status)) {
 			int sig = WSTOPSIG(status);
+			char now;
+			pid_t ppid, pgrp;
+			/* Continued since (the SIGCONT that follows a signal passed on, below):
+			 * the stop is over. */
+			if (proc_stat(pid, &now, &ppid, &pgrp) == 0 && now != 'T' && now != 't')
+				continue;
 			/* A pipeline's command that wants the terminal gets it. */
 			if ((sig == SIGTTIN || sig == SIGTTOU) && child_claim_terminal(s->child))
 				continue;
+			/* Started in the background (&), it read or wrote the terminal: the
+			 * job stops, as flock(1)'s would, for fg to hand it the terminal. */
+			if (sig == SIGTTIN || sig == SIGTTOU)
+				child_adopt_terminal(s->child);
 			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 				suspend(s, st);
 			continue;
@@ -514,6 +525,10 @@ supervise(const struct supervision *s)
 			} else if (signals_forwarded(sig)) {
 				child_signal(s->child, sig);
 				sigaddset(&st.forwarded, sig);
+				/* A stopped command could not act on it: as kill(1) on a
+				 * stopped job, timeout(1) and systemd do, SIGCONT follows. */
+				if (signals_ends_job(sig))
+					child_signal(s->child, SIGCONT);
 			}
 		}
 		while (watchdog_take(s->watchdog, &ev))

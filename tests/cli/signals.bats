@@ -432,6 +432,66 @@ fg_then_interrupt() {
 	wait_until 5 gone "$(cat "$dir/worker")"
 }
 
+# bg_reader: types at the interactive shell a redlock-run in the background (&) whose command
+# reads the terminal, and waits until that command is stopped (SIGTTIN); its pid in $command,
+# redlock-run's in $rr.
+bg_reader() {
+	printf '%q job -- sh -c %q &\n' "$RR" \
+		"echo \$\$ > $dir/command; read -r line; echo \"got:\$line\" > $dir/got" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	wait_until 5 stopped "$command"
+	rr=$(ps -o ppid= -p "$command" | tr -d ' ')
+}
+
+@test "started in the background, a command that reads the terminal stops the job, as flock's; fg gives it the terminal" {
+	interactive_shell
+	bg_reader
+	# The job is stopped, redlock-run with its command, as the shell says.
+	wait_until 5 stopped "$rr"
+	printf 'jobs > %s/jobs\n' "$dir" >&4
+	wait_until 5 grep -q Stopped "$dir/jobs"
+	printf 'fg\n' >&4
+	wait_until 5 running "$command"
+	printf 'hello\n' >&4
+	wait_until 5 test -s "$dir/got"
+	assert_equal "$(cat "$dir/got")" got:hello
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+	wait_until 5 free_on main job
+}
+
+@test "started in the background and stopped reading the terminal: kill %1 ends it, and the lock goes" {
+	interactive_shell
+	bg_reader
+	wait_until 5 stopped "$rr"
+	# The shell's kill sends SIGTERM, then SIGCONT to a stopped job.
+	printf 'kill %%1\n' >&4
+	wait_until 5 gone "$rr"
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+	[ ! -e "$dir/got" ]
+	wait_until 5 free_on main job
+}
+
+@test "SIGTERM to redlock-run reaches a command stopped with SIGSTOP: SIGCONT follows it, as timeout(1) sends" {
+	# timeout(1) and systemd signal redlock-run's group, not the command's: the SIGCONT they
+	# send after SIGTERM reaches redlock-run alone, which sends its own.
+	"$RR" job -c "echo \$\$ > $dir/command; kill -STOP \$\$; echo resumed > $dir/resumed" &
+	rr=$!
+	wait_until 5 test -s "$dir/command"
+	wait_until 5 stopped "$(cat "$dir/command")"
+	kill -TERM "$rr"
+	wait_until 10 gone "$rr" || { kill -KILL "$rr" "$(cat "$dir/command")"; false; }
+	reap "$rr"
+	assert_equal "$status" 143
+	[ ! -e "$dir/resumed" ]
+	run rcli exists job
+	assert_output 0
+}
+
 @test "Ctrl-Z that catches a shell's vfork child before its exec: the job stops all the same; fg ends it" {
 	[[ -n ${VFORK_STOP:-} ]] || skip "VFORK_STOP (meson test sets it) names the command"
 	# The command cannot stop: it waits in the kernel on a child that stopped (as dash does
