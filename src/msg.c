@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/ioctl.h>
@@ -22,6 +23,9 @@ static enum msg_level level = MSG_NORMAL;
 static pthread_once_t out_once = PTHREAD_ONCE_INIT;
 static int out_fd = STDERR_FILENO;
 static bool out_socket;
+/* Our own description could not be opened (no /proc, or a pipe another user made, which is not
+ * ours to open): each write looks first whether it would wait. */
+static bool out_looks;
 /* A progress line is on the terminal and has no newline yet. Only the main thread opens one,
  * but the watchdog's messages (a renewal's -v news) close it too: atomic. */
 static atomic_bool progress_open;
@@ -42,6 +46,8 @@ open_out(void)
 	fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0)
 		out_fd = fd;
+	else
+		out_looks = true;
 }
 
 /* One write that never waits (but for a regular file). */
@@ -51,6 +57,13 @@ put(const char *buf, size_t len)
 	ssize_t n;
 
 	pthread_once(&out_once, open_out);
+	if (out_looks) {
+		/* Room in a pipe is room for a whole line up to PIPE_BUF bytes: it goes in at
+		 * once, or (another writer racing us to the room) after that writer. */
+		struct pollfd p = { out_fd, POLLOUT, 0 };
+		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+			return;
+	}
 	n = out_socket ? send(out_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
 		       : write(out_fd, buf, len);
 

@@ -229,6 +229,23 @@ teardown() {
 	(($(died_at "$(cat "$dir/ready")") < expires * 1000))
 }
 
+@test "stderr that nobody reads, which cannot be opened again (no /proc): -v never waits on it" {
+	unshare -m sh -c 'umount -l /proc' 2>/dev/null || skip "cannot unmount /proc in a namespace here"
+	mkfifo "$dir/stderr"
+	exec 5<>"$dir/stderr"       # a pipe nobody drains...
+	head -c 65536 /dev/zero >&5 # ...and full
+	# Without /proc, the description of its own that never blocks cannot be had: each
+	# message looks first, and is dropped rather than held up (the lock with it).
+	unshare -m sh -c 'umount -l /proc && exec "$@"' _ "$RR" -v job -- sh -c 'exit 3' 2>&5 &
+	p=$!
+	wait_until 10 gone "$p" || { kill -KILL "$p"; exec 5>&-; false; }
+	exec 5>&-
+	reap "$p"
+	assert_equal "$status" 3
+	run rcli_on fault exists job
+	assert_output 0
+}
+
 @test "what the command leaves behind is stopped within the lease, not after --grace" {
 	deathwatch_start
 	"$RR" -t 1s --grace 10s job -c "echo \$\$ > $dir/command
