@@ -14,6 +14,9 @@
 #include "msg.h"
 #include "util.h"
 
+/* The longest KEY (see opts_parse). */
+#define KEY_MAX 65536
+
 enum {
 	OPT_ON_LOST = CHAR_MAX + 1,
 	OPT_GRACE,
@@ -850,6 +853,10 @@ again:
 		o->key = argv[key_at];
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
+	/* COMMAND's environment gets it whole (REDLOCK_KEY), and the kernel takes no string
+	 * there longer than 128 KiB: found at exec, that would come after the lock was taken. */
+	if (strlen(o->key) > KEY_MAX)
+		return usage_error(err, size, "KEY is longer than %d bytes", KEY_MAX);
 	const char *prefix_from = "--prefix";
 	if (!prefix) {
 		prefix = getenv("REDLOCK_PREFIX");

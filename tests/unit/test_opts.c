@@ -294,6 +294,14 @@ main(void)
 	CHECK_INT(parse(1, (char *[]){ "redlock-run", NULL }), OPTS_USAGE_ERROR);
 	CHECK_STR(err, "missing KEY");
 	REFUSED("KEY must not be empty", "", "true");
+	{
+		/* The longest KEY is taken, one byte more is not (REDLOCK_KEY must reach exec). */
+		static char key[65538];
+		memset(key, 'k', 65537);
+		REFUSED("KEY is longer than 65536 bytes", key, "true");
+		key[65536] = '\0';
+		CHECK_INT(PARSE(key, "true"), OPTS_RUN);
+	}
 	REFUSED("missing COMMAND after KEY", "k");
 	REFUSED("missing COMMAND after KEY", "k", "--");
 	REFUSED("unknown option '--bogus'", "--bogus", "k", "true");
