@@ -221,10 +221,19 @@ msg_progress(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A terminal that cannot clear a line (TERM=dumb: Emacs's shell) gets no redraws. */
+static bool
+redraws(void)
+{
+	const char *term = getenv("TERM");
+
+	return !term || strcmp(term, "dumb") != 0;
+}
+
 bool
 msg_progress_live(void)
 {
-	return level >= MSG_VERBOSE && isatty(STDERR_FILENO);
+	return level >= MSG_VERBOSE && isatty(STDERR_FILENO) && redraws();
 }
 
 void

@@ -171,6 +171,18 @@ assert lines and all(0 < len(l) < 30 for l in lines), lines
 assert lines[0].startswith("redlock-run: waiting for job"), lines' "$dir/screen"
 }
 
+@test "-v on a terminal that cannot clear a line (TERM=dumb): the waiting line is written as to a log" {
+	"$RR" -t 30s job -c "echo ready > $dir/ready; sleep 30" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	TERM=dumb script -qfec "$RR -v -w 1.5 job -- true" /dev/null >"$dir/screen" || true
+	kill "$holder"
+	wait "$holder" || true
+	grep -q 'waiting for job' "$dir/screen"
+	run grep -c $'\e\\[K' "$dir/screen"
+	assert_output 0
+}
+
 @test "--status on a free, a held and an unreachable lock" {
 	run --separate-stderr "$RR" --status job
 	assert_success
