@@ -495,6 +495,12 @@ hello_answer(struct conn *c, const redisReply *r)
 		if (!auth)
 			fail(c, CONN_REFUSED, "cannot select db %d on %s: %s", c->url->db,
 			     c->address, r->str);
+		else if (c->url->user && !c->url->password)
+			/* Not named: redis-cli reads redis://SECRET@HOST as a password alone. */
+			fail(c, CONN_REFUSED,
+			     "authentication as the URL's user, with no password, refused by %s: "
+			     "%.*s; a password alone is written redis://:PASSWORD@HOST",
+			     c->address, msg_quoted_len(r->str, strlen(r->str)), r->str);
 		else if (c->url->user)
 			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %.*s%s%s",
 			     c->url->user, c->address, msg_quoted_len(r->str, strlen(r->str)),
