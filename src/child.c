@@ -409,6 +409,21 @@ child_adopt_terminal(struct child *ch)
 	return ch->tty_fd >= 0;
 }
 
+bool
+child_in_foreground(const struct child *ch)
+{
+	return ch->tty_fd >= 0 && tcgetpgrp(ch->tty_fd) == getpgrp();
+}
+
+bool
+child_stopped(const struct child *ch)
+{
+	char state;
+	pid_t ppid, pgrp;
+
+	return proc_stat(ch->pid, &state, &ppid, &pgrp) == 0 && (state == 'T' || state == 't');
+}
+
 void
 child_resume(struct child *ch)
 {

@@ -86,6 +86,12 @@ void child_guard_until(struct child *ch, int64_t deadline);
  * no controlling terminal. */
 bool child_adopt_terminal(struct child *ch);
 
+/* Whether we are the foreground job of the terminal we have (see child_adopt_terminal). */
+bool child_in_foreground(const struct child *ch);
+
+/* Whether the command is stopped, as /proc says (false when it cannot be told). */
+bool child_stopped(const struct child *ch);
+
 /* Continues the command, handing it the terminal if we are in the foreground (fg), unless
  * one command of a pipeline that never asked for it. */
 void child_resume(struct child *ch);

@@ -34,8 +34,8 @@ signals_ends_job(int sig)
  * the first of our ancestors outside it tells by being in our session (a shell with job
  * control, a script's). The common case costs two system calls.
  */
-static bool
-stoppable(void)
+bool
+signals_job_stoppable(void)
 {
 	pid_t group = getpgrp(), session = getsid(0), p = getppid(), ppid, pgrp;
 	char state;
@@ -68,7 +68,8 @@ signals_init(struct signals *s)
 	/* SIGTSTP too, where a stop can stop us: a waiter then leaves the line before it stops
 	 * (see signals_stop_self). In an orphaned group (a service, a cron job), the kernel
 	 * discards it, and a waiter keeps its place. */
-	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN && stoppable())
+	if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN &&
+	    signals_job_stoppable())
 		sigaddset(&consumed, SIGTSTP);
 	sigaddset(&consumed, SIGCHLD);
 	/* With SIGCHLD ignored, children would be reaped behind our back and their status

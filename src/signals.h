@@ -37,6 +37,10 @@ int signals_consume_tstp(struct signals *s);
  * it was ignored on entry: then SIGSTOP. Returns once continued. */
 void signals_stop_self(bool whole_job);
 
+/* Whether a stop signal can stop our job: its process group is not orphaned (see
+ * signals_init). */
+bool signals_job_stoppable(void);
+
 /* Takes one pending signal: its number, or 0 when none is pending. */
 int signals_take(const struct signals *s);
 /* Takes one pending signal of those that are passed on (see signals_forwarded), or SIGTSTP,

@@ -13,7 +13,6 @@
 #include "duration.h"
 #include "exitstatus.h"
 #include "msg.h"
-#include "proc.h"
 
 /* How often a sweep looks whether the command's leftovers are gone: their deaths are not
  * all reported to us (their parents may be leftovers too). */
@@ -375,6 +374,36 @@ suspend(const struct supervision *s, struct state *st)
 	}
 }
 
+/*
+ * The command, started while we were not the terminal's foreground job (&), stopped at the
+ * terminal (SIGTTIN, SIGTTOU), or a redlock-run inside it stopped its job so (SIGTSTP): it is a
+ * job of that terminal now, which stops as flock(1)'s would, for fg to hand it the terminal.
+ * Brought to the foreground already, it has the terminal at once (true). Not in an orphaned
+ * group, whose stop the kernel would discard, nor without a terminal: it stays stopped, as
+ * one stopped on purpose.
+ */
+static bool
+adopted_terminal(const struct supervision *s, int sig)
+{
+	if (s->child->tty_fd >= 0)
+		return false;
+	if (!signals_job_stoppable()) {
+		if (sig != SIGTSTP)
+			msg_warn("the command stopped at the terminal (%s) in a job that nothing "
+				 "can "
+				 "continue (its shell is gone): it waits, %s held, until it is "
+				 "continued or redlock-run is signalled",
+				 sig == SIGTTIN ? "reading it" : "writing to it", s->lock->key);
+		return false;
+	}
+	if (!child_adopt_terminal(s->child))
+		return false;
+	if (sig == SIGTSTP || !child_in_foreground(s->child))
+		return false;
+	child_resume(s->child);
+	return true;
+}
+
 /* Collects exited children: the command's status, and the stop of its terminal job. */
 static void
 reap(const struct supervision *s, struct state *st)
@@ -395,27 +424,20 @@ reap(const struct supervision *s, struct state *st)
 			continue; /* an orphan of the command */
 		if (WIFSTOPPED(status)) {
 			int sig = WSTOPSIG(status);
-			char now;
-			pid_t ppid, pgrp;
-			/* Continued since (the SIGCONT that follows a signal passed on, below):
-			 * the stop is over. */
-			if (proc_stat(pid, &now, &ppid, &pgrp) == 0 && now != 'T' && now != 't')
-				continue;
 			/* A pipeline's command that wants the terminal gets it. */
 			if ((sig == SIGTTIN || sig == SIGTTOU) && child_claim_terminal(s->child))
 				continue;
-			/* Started in the background (&), it read or wrote the terminal: the
-			 * job stops, as flock(1)'s would, for fg to hand it the terminal. */
-			if (sig == SIGTTIN || sig == SIGTTOU)
-				child_adopt_terminal(s->child);
-			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+				if (adopted_terminal(s, sig))
+					continue;
 				suspend(s, st);
+			}
 			continue;
 		}
 		st->exited = true;
 		st->wait_status = status;
 		st->guard_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-				   clock_now() >= s->child->guard_until;
+				   s->child->guard > 0 && clock_now() >= s->child->guard_until;
 	}
 }
 
@@ -527,7 +549,7 @@ supervise(const struct supervision *s)
 				sigaddset(&st.forwarded, sig);
 				/* A stopped command could not act on it: as kill(1) on a
 				 * stopped job, timeout(1) and systemd do, SIGCONT follows. */
-				if (signals_ends_job(sig))
+				if (signals_ends_job(sig) && child_stopped(s->child))
 					child_signal(s->child, SIGCONT);
 			}
 		}

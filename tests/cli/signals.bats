@@ -432,6 +432,23 @@ fg_then_interrupt() {
 	wait_until 5 gone "$(cat "$dir/worker")"
 }
 
+# fg_reads PID: types fg, then a line once PID runs again, which the command that reads the
+# terminal (see bg_reader) got whole.
+fg_reads() {
+	printf 'fg\n' >&4
+	wait_until 5 running "$1"
+	printf 'hello\n' >&4
+	wait_until 5 test -s "$dir/got"
+	assert_equal "$(cat "$dir/got")" got:hello
+}
+
+# shell_exit: the interactive shell exits, and is reaped.
+shell_exit() {
+	printf 'exit\n' >&4
+	exec 4>&-
+	reap "$shell"
+}
+
 # bg_reader: types at the interactive shell a redlock-run in the background (&) whose command
 # reads the terminal, and waits until that command is stopped (SIGTTIN); its pid in $command,
 # redlock-run's in $rr.
@@ -451,14 +468,8 @@ bg_reader() {
 	wait_until 5 stopped "$rr"
 	printf 'jobs > %s/jobs\n' "$dir" >&4
 	wait_until 5 grep -q Stopped "$dir/jobs"
-	printf 'fg\n' >&4
-	wait_until 5 running "$command"
-	printf 'hello\n' >&4
-	wait_until 5 test -s "$dir/got"
-	assert_equal "$(cat "$dir/got")" got:hello
-	printf 'exit\n' >&4
-	exec 4>&-
-	reap "$shell"
+	fg_reads "$command"
+	shell_exit
 	wait_until 5 free_on main job
 }
 
@@ -469,9 +480,62 @@ bg_reader() {
 	# The shell's kill sends SIGTERM, then SIGCONT to a stopped job.
 	printf 'kill %%1\n' >&4
 	wait_until 5 gone "$rr"
-	printf 'exit\n' >&4
-	exec 4>&-
-	reap "$shell"
+	shell_exit
+	[ ! -e "$dir/got" ]
+	wait_until 5 free_on main job
+}
+
+@test "started in the background, brought to the foreground before it reads the terminal: it reads it" {
+	interactive_shell
+	printf '%q job -- sh -c %q &\n' "$RR" "echo \$\$ > $dir/command
+		until [ -e $dir/go ]; do sleep 0.02; done; read -r line; echo \"got:\$line\" > $dir/got" >&4
+	# Started in the background: the terminal was not its to hand on then.
+	wait_until 5 test -s "$dir/command"
+	rr=$(ps -o ppid= -p "$(cat "$dir/command")" | tr -d ' ')
+	printf 'fg\n' >&4
+	# In the foreground: the shell waits for the job, and no longer reads the terminal.
+	foreground() { [[ $(ps -o tpgid= -p "$rr" | tr -d ' ') == "$rr" ]]; }
+	wait_until 5 foreground
+	printf 'echo shell-read-it > %s/shell\n' "$dir" >&4
+	touch "$dir/go"
+	wait_until 5 test -s "$dir/got"
+	assert_equal "$(cat "$dir/got")" "got:echo shell-read-it > $dir/shell"
+	shell_exit
+	[ ! -e "$dir/shell" ]
+	wait_until 5 free_on main job
+}
+
+@test "redlock-run inside redlock-run, in the background: the terminal's stop stops the whole job; fg reads" {
+	interactive_shell
+	printf '%q outer -- %q inner -- sh -c %q &\n' "$RR" "$RR" \
+		"echo \$\$ > $dir/command; read -r line; echo \"got:\$line\" > $dir/got" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	inner=$(ps -o ppid= -p "$command" | tr -d ' ')
+	outer=$(ps -o ppid= -p "$inner" | tr -d ' ')
+	wait_until 5 stopped "$outer"
+	fg_reads "$command"
+	shell_exit
+	wait_until 5 free_on main outer
+	wait_until 5 free_on main inner
+}
+
+@test "in an orphaned job, a command stopped at the terminal stays stopped, said once, and SIGTERM ends it" {
+	interactive_shell
+	# (...&): the subshell leaves at once, and redlock-run's group is orphaned, which no stop
+	# can stop: the command's group is not, and its read of the terminal stops it.
+	printf '(%q job -- sh -c %q 2>%q &)\n' "$RR" \
+		"echo \$\$ > $dir/command; read -r line </dev/tty; echo \"got:\$line\" > $dir/got" \
+		"$dir/err" >&4
+	wait_until 5 test -s "$dir/command"
+	command=$(cat "$dir/command")
+	wait_until 5 grep -q 'in a job that nothing can continue' "$dir/err"
+	rr=$(ps -o ppid= -p "$command" | tr -d ' ')
+	assert_equal "$(state "$command")" T
+	assert_equal "$(grep -c 'nothing can continue' "$dir/err")" 1
+	kill -TERM "$rr"
+	wait_until 5 gone "$rr"
+	shell_exit
 	[ ! -e "$dir/got" ]
 	wait_until 5 free_on main job
 }
