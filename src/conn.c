@@ -499,7 +499,8 @@ hello_answer(struct conn *c, const redisReply *r)
 			/* Not named: redis-cli reads redis://SECRET@HOST as a password alone. */
 			fail(c, CONN_REFUSED,
 			     "authentication as the URL's user, with no password, refused by %s: "
-			     "%.*s; a password alone is written redis://:PASSWORD@HOST",
+			     "%.*s; a password goes after the user (redis://USER:PASSWORD@HOST, or "
+			     "--password-file), or alone: redis://:PASSWORD@HOST",
 			     c->address, msg_quoted_len(r->str, strlen(r->str)), r->str);
 		else if (c->url->user)
 			fail(c, CONN_REFUSED, "authentication as '%s' refused by %s: %.*s%s%s",

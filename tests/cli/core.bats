@@ -377,7 +377,7 @@ section() {
 	# a password alone.
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://d3ploy@$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
-	[[ $stderr == "redlock-run: authentication as the URL's user, with no password, refused by "*"; a password alone is written redis://:PASSWORD@HOST" ]]
+	[[ $stderr == "redlock-run: authentication as the URL's user, with no password, refused by "*"; a password goes after the user (redis://USER:PASSWORD@HOST, or --password-file), or alone: redis://:PASSWORD@HOST" ]]
 	[[ $stderr != *d3ploy* ]]
 }
 
