@@ -773,6 +773,24 @@ lease_renewed() { (($(rcli pttl job) > 6000)); }
 	assert_equal "$(rcli exists job)" 0
 }
 
+@test "the guard killed, then the command killed (kill -9) after the lease it last knew: 137, not a loss" {
+	"$RR" -v -t 1s job -c "echo \$\$ > $dir/command; exec sleep 30" 2>"$dir/err" &
+	local rr=$! guard
+	wait_until 5 test -s "$dir/command"
+	guard=$(pgrep -xf "redlock-guard of $rr")
+	kill -KILL "$guard"
+	wait_until 5 grep -q "guard" "$dir/err"
+	# Renewed four times since (every third of the lease): past the lease's end that the
+	# guard was last told of.
+	renewed_since() { (($(sed -n '/guard/,$p' "$dir/err" | grep -c 'renewed job') >= 4)); }
+	wait_until 10 renewed_since
+	kill -KILL "$(cat "$dir/command")"
+	reap "$rr"
+	assert_equal "$status" 137
+	run grep -c "lost the lock" "$dir/err"
+	assert_output 0
+}
+
 @test "the guard killed while the lock is awaited: the command never starts, the lock is given back" {
 	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
 	local holder=$! rr guard
