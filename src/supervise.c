@@ -388,12 +388,12 @@ adopted_terminal(const struct supervision *s, int sig)
 	if (s->child->tty_fd >= 0)
 		return false;
 	if (!signals_job_stoppable()) {
-		if (sig != SIGTSTP)
-			msg_warn("the command stopped at the terminal (%s) in a job that nothing "
-				 "can "
-				 "continue (its shell is gone): it waits, %s held, until it is "
-				 "continued or redlock-run is signalled",
-				 sig == SIGTTIN ? "reading it" : "writing to it", s->lock->key);
+		if (sig == SIGTSTP)
+			return false;
+		msg_warn("the command stopped at the terminal (%s) in a job that nothing can "
+			 "continue (its shell is gone): it waits, %s held, until it is continued "
+			 "or redlock-run is signalled",
+			 sig == SIGTTIN ? "reading it" : "writing to it", s->lock->key);
 		return false;
 	}
 	if (!child_adopt_terminal(s->child))
