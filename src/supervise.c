@@ -78,10 +78,11 @@ action(enum on_lost on_lost)
  * The SIGKILL that ends a lease goes out this long before the lease's end on our clock (which
  * already allows for clock drift): the time redlock-run takes to wake on a busy machine, and
  * the kernel to run a killed process to its exit. Measured at -t 100ms with three busy loops
- * on two cores (tests/cli/adversity.bats), the exit came up to 19ms after a kill due at the
- * lease's end; it lands before the key's expiry with this allowance.
+ * on two cores (tests/cli/margin.bats), the exit came up to 19ms after a kill due at the
+ * lease's end; with the suite's other scenarios loading the machine beside those loops, once
+ * 20.5ms. A third more than that: 30ms.
  */
-#define KILL_ALLOWANCE (20 * NS_PER_MS)
+#define KILL_ALLOWANCE (30 * NS_PER_MS)
 
 /* When the lease's end can no longer be waited for: the SIGKILL is due. */
 static int64_t
