@@ -301,6 +301,7 @@ main(void)
 		REFUSED("KEY is longer than 65536 bytes", key, "true");
 		key[65536] = '\0';
 		CHECK_INT(PARSE(key, "true"), OPTS_RUN);
+		DONE();
 	}
 	REFUSED("missing COMMAND after KEY", "k");
 	REFUSED("missing COMMAND after KEY", "k", "--");
