@@ -375,7 +375,7 @@ child_group_empty(const struct child *ch)
 bool
 child_claim_terminal(struct child *ch)
 {
-	if (!ch->piped || ch->handed || tcgetpgrp(ch->tty_fd) != getpgrp())
+	if (!ch->piped || ch->handed || !child_in_foreground(ch))
 		return false;
 	ch->handed = true;
 	tcsetpgrp(ch->tty_fd, ch->pgid);
@@ -429,7 +429,7 @@ child_resume(struct child *ch)
 {
 	/* Continued by fg, the terminal is ours to hand on (again, or for the first time to a
 	 * command started in the background); by bg, it stays with the shell. */
-	if ((ch->handed || !ch->piped) && ch->tty_fd >= 0 && tcgetpgrp(ch->tty_fd) == getpgrp()) {
+	if ((ch->handed || !ch->piped) && child_in_foreground(ch)) {
 		ch->handed = true;
 		tcsetpgrp(ch->tty_fd, ch->pgid);
 	}

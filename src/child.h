@@ -81,9 +81,9 @@ bool child_suspend(struct child *ch, bool asked);
  * the guard when it changed, and again at the next call when it could not. */
 void child_guard_until(struct child *ch, int64_t deadline);
 /* The command, started while we were not the terminal's foreground job, stopped reading or
- * writing it (SIGTTIN, SIGTTOU): it is a job of that terminal now, stopped as any (see
- * child_suspend), and continued with the terminal by fg (see child_resume). False when we have
- * no controlling terminal. */
+ * writing it (SIGTTIN, SIGTTOU), or a redlock-run inside it stopped its job (SIGTSTP): it is
+ * a job of that terminal now, stopped as any (see child_suspend), and continued with the
+ * terminal by fg (see child_resume). False when we have no controlling terminal. */
 bool child_adopt_terminal(struct child *ch);
 
 /* Whether we are the foreground job of the terminal we have (see child_adopt_terminal). */
