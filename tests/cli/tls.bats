@@ -44,7 +44,7 @@ sentinel_tls() {
 	d=$(redis_dir sentinel)
 	mkdir -p "$d"
 	for tries in 1 2 3 4 5; do
-		sport=$((20000 + RANDOM % 40000))
+		sport=$(port_to_try)
 		echo "$sport" >"$d/port"
 		cat >"$d/sentinel.conf" <<-EOF
 			port 0

@@ -26,15 +26,30 @@ redis_start() {
 	wait_until 5 redis_answers "$name"
 }
 
+# port_to_try [ABOVE]: a random loopback port for a server (and, with ABOVE, port + ABOVE for
+# its cluster bus), outside the range the kernel hands out to outgoing connections: stopped, a
+# server's port could be taken by any connection of the suite, and that connection's TIME_WAIT
+# would keep the server from starting again on it for a minute.
+port_to_try() {
+	local above=${1:-0} low high
+	read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768 high=60999
+	if ((low - 10000 > 65535 - high)); then
+		echo $((10000 + RANDOM % (low - 10000 - above)))
+	else
+		echo $((high + 1 + RANDOM % (65535 - high - above)))
+	fi
+}
+
 # redis_start_tcp NAME [args...]: the same on a free loopback port, written to NAME/port; an
 # argument {port} stands for that port (redis_start_tls passes --port 0 --tls-port {port}).
+# CLUSTER_BUS=1 keeps port + 10000 free of the ephemeral range too.
 redis_start_tcp() {
 	local name=$1 dir port tries arg args check
 	shift
 	dir=$(redis_dir "$name")
 	mkdir -p "$dir"
 	for tries in 1 2 3 4 5 6 7 8 9 10; do
-		port=$((20000 + RANDOM % ${PORT_SPAN:-40000}))
+		port=$(port_to_try $((${CLUSTER_BUS:-0} * 10000)))
 		echo "$port" >"$dir/port"
 		rm -f "$dir/redis.pid"
 		args=()
@@ -124,7 +139,7 @@ sentinel_run() {
 	dir=$(redis_dir "$name")
 	mkdir -p "$dir"
 	for tries in 1 2 3 4 5 6 7 8 9 10; do
-		port=$((20000 + RANDOM % 40000))
+		port=$(port_to_try)
 		echo "$port" >"$dir/port"
 		cat >"$dir/sentinel.conf" <<-EOF
 			port $port
@@ -203,14 +218,14 @@ sentinel_stop() {
 }
 
 # A Redis Cluster, for the cluster scenarios: cluster_start MASTERS [REPLICAS_EACH] starts
-# servers c1..cN on free ports (below 50000: each also listens on its port + 10000), joins
+# servers c1..cN on free ports (each also listens on its port + 10000), joins
 # them with redis-cli --cluster create, and waits until every node says the cluster is ok.
 # cluster_stop stops them all.
 cluster_start() {
 	local masters=$1 replicas=${2:-0} i n addrs=()
 	n=$((masters * (replicas + 1)))
 	for ((i = 1; i <= n; i++)); do
-		PORT_SPAN=30000 redis_start_tcp "c$i" --cluster-enabled yes \
+		CLUSTER_BUS=1 redis_start_tcp "c$i" --cluster-enabled yes \
 			--cluster-config-file "$(redis_dir "c$i")/nodes.conf" --cluster-node-timeout 2000 \
 			--repl-diskless-sync-delay 0
 		addrs+=("127.0.0.1:$(redis_port "c$i")")
