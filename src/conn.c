@@ -77,6 +77,7 @@ struct conn {
 	bool received;                /* anything came from the server on this connection */
 	bool received_ever;           /* on any connection of this one or the one it is like
 				       * (conn_new_like): it is no TLS port */
+	bool failed_here;             /* the last failure was this process's own */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -293,6 +294,12 @@ conn_error(const struct conn *c)
 	return c->error;
 }
 
+bool
+conn_failed_here(const struct conn *c)
+{
+	return c->phase == PHASE_CLOSED && c->failed_here;
+}
+
 const char *
 conn_address(const struct conn *c)
 {
@@ -336,6 +343,7 @@ fail(struct conn *c, enum conn_result result, const char *fmt, ...)
 	va_end(ap);
 	conn_close(c);
 	c->failure = result;
+	c->failed_here = false;
 	return result;
 }
 
@@ -345,11 +353,13 @@ fail_errno(struct conn *c, const char *what, int err)
 	char buf[128];
 
 	/* A TLS port resets a plain client that spoke first. */
-	return fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address,
-		    msg_strerror(err, buf, sizeof(buf)),
-		    err == ECONNRESET && !c->received_ever && c->url->scheme == URL_TCP
-			    ? " (a TLS port? use rediss://)"
-			    : "");
+	fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address, msg_strerror(err, buf, sizeof(buf)),
+	     err == ECONNRESET && !c->received_ever && c->url->scheme == URL_TCP
+		     ? " (a TLS port? use rediss://)"
+		     : "");
+	/* Out of descriptors or memory: the server is not at fault (conn_failed_here). */
+	c->failed_here = err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS;
+	return CONN_FAILED;
 }
 
 /* The message for an opening that ran out of time, by how far it had come. */

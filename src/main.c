@@ -67,8 +67,9 @@ tell_quorum(const struct lock *l, const struct nodes *ns)
 		 duration_format(l->valid_until - clock_now(), left, sizeof(left)));
 }
 
-/* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used,
- * 128+N by signal N while waiting. The guard readied for the command is sent away first. */
+/* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used (71
+ * when what failed was ours: out of file descriptors), 128+N by signal N while waiting. The guard
+ * readied for the command is sent away first. */
 static void
 acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct signals *sig,
 	struct child *ch)
@@ -118,7 +119,8 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:
 			child_free(ch);
-			msg_fatal(STATUS_UNAVAILABLE, "%s", l->error);
+			msg_fatal(nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE, "%s",
+				  l->error);
 		case LOCK_INTERRUPTED: {
 			int s = signals_take_stop(sig);
 			if (s == SIGTSTP) {

@@ -212,6 +212,15 @@ nodes_error(const struct nodes *ns, size_t i)
 	return n->why ? n->why : conn_error(n->conn);
 }
 
+bool
+nodes_failed_here(const struct nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (!ns->node[i].why && conn_failed_here(ns->node[i].conn))
+			return true;
+	return false;
+}
+
 const char *
 nodes_role(const struct nodes *ns, size_t i)
 {

@@ -482,6 +482,24 @@ EOF_CASES
 	fi
 }
 
+@test "out of file descriptors for its connection: 71 (redlock-run's own failure), never 69" {
+	local n status err connect=0
+	# Whatever else the run opens, some limit leaves it none for the socket alone. (Not with
+	# run: the lowest limits fail in the dynamic loader, 127, which run would warn about.)
+	for n in $(seq 4 24); do
+		status=0
+		bash -c 'ulimit -n "$1" && exec "$2" job -- true' _ "$n" "$RR" 2>"$dir/err" ||
+			status=$?
+		err=$(<"$dir/err")
+		[[ $err == "redlock-run: "*"too many open files"* ]] || continue
+		assert_equal "$status" 71
+		[[ $err != *"cannot connect to"* ]] || connect=$((connect + 1))
+	done
+	((connect > 0))
+	run "$RR" job -- true
+	assert_success
+}
+
 @test "output that cannot all be written (a full disk): 71, saying so, as flock says 'write error'" {
 	local what holder
 	"$RR" job -c "echo ready > $dir/ready; exec sleep 30" &
