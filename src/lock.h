@@ -32,6 +32,9 @@ struct lock {
 	const char *token_suffix;   /* "" (--queue fifo), ":latest" or ":latest:cancel" */
 	bool ordered;               /* the line keeps arrival order: one node (see LINE) */
 	bool superseded;            /* an attempt said LOCK_SUPERSEDED */
+	bool returning;             /* it left a --queue latest line (stopped while waiting): it
+				     * asks again as one in line, whom a newer run that came
+				     * meanwhile supersedes (see QUEUE_RULES in scripts.c) */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
 	int64_t connect_timeout;    /* how long a server that never answered this run may take

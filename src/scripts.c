@@ -345,7 +345,12 @@
  * each learns why from `fates` ("superseded by HOST:PID") when it looks again, which a wake-up
  * makes it do at once, or, paused meanwhile, within the hour the mark lasts (one that found no
  * mark would take its turn again, after the newer run); not a waiter that holds KEY already (its
- * grant came too late to count, and it asks again: the waiters behind it are newer).
+ * grant came too late to count, and it asks again: the waiters behind it are newer). The
+ * newcomer is also written in `fates` as ":newest" (a field no token can be), for an hour: a
+ * waiter that was out of the line meanwhile (stopped, or its place lapsed) is no newcomer when
+ * it comes back, and is superseded by a newer one that came in its absence, though none found
+ * it there to mark it, and though that one holds KEY by now or is done. Runs are told apart by
+ * HOST:PID there: one that comes back from a stop does so with a new token (see line_wait).
  * `cancel(holder)`: a newcomer with --cancel-running marks the holder "cancelled by HOST:PID" in
  * `fates`, if it consented; its next renewal finds it (see script_renew), for as long as the
  * holder's lease may last.
@@ -403,10 +408,20 @@
 	"end\n"                                                                                    \
 	"local function superseded(me)\n"                                                          \
 	"  if not in_line or discipline(me) ~= 'latest' then return end\n"                         \
-	"  local fate = redis.pcall('HGET', fates, me)\n"                                          \
+	"  local fate, by = redis.pcall('HGET', fates, me), nil\n"                                 \
 	"  if type(fate) == 'string' and string.sub(fate, 1, 14) == 'superseded by ' then\n"       \
+	"    by = string.sub(fate, 15)\n"                                                          \
+	"  else\n"                                                                                 \
+	"    local newest = redis.pcall('HGET', fates, ':newest')\n"                               \
+	"    if type(newest) == 'string' and who(newest) ~= who(me) and\n"                         \
+	"       redis.pcall('GET', KEYS[1]) ~= me then\n"                                          \
+	"      by = who(newest)\n"                                                                 \
+	"    end\n"                                                                                \
+	"  end\n"                                                                                  \
+	"  if by then\n"                                                                           \
 	"    redis.call('ZREM', places, me)\n"                                                     \
-	"    return redis.error_reply('SUPERSEDED ' .. string.sub(fate, 15))\n"                    \
+	"    redis.call('ZREM', queue, me)\n"                                                      \
+	"    return redis.error_reply('SUPERSEDED ' .. by)\n"                                      \
 	"  end\n"                                                                                  \
 	"end\n"
 
@@ -504,6 +519,10 @@ static struct script script_acquire = {
 	"   not (in_line and redis.pcall('GET', KEYS[1]) == me) then\n"
 	"  e = supersede(me)\n"
 	"  if e then return e end\n"
+	"  if not in_line then\n"
+	"    redis.call('HSET', fates, ':newest', me)\n"
+	"    keep_fates(" FENCE_KEEP_MS ")\n"
+	"  end\n"
 	"end\n"
 	"if ordered and not in_line and redis.call('EXISTS', queue, queue .. '-shared') > 0 and\n"
 	"   redis.call('EXISTS', KEYS[1]) == 0 then\n"

@@ -96,6 +96,31 @@ up_for() {
 is_fence() { [[ $1 =~ ^[0-9]{16}$ ]] && (($1 > 1767225600000000 && $1 < 9007199254740992)); }
 
 
+# state PID: the process's state letter (S, T, Z...).
+state() {
+	local s
+	read -r _ _ s _ <"/proc/$1/stat" && echo "$s"
+}
+
+# running PID: the process is not stopped; stopped PID: it is.
+running() { [[ $(state "$1") != T ]]; }
+stopped() { [[ $(state "$1") == T ]]; }
+
+# as_job OUT ARGS...: redlock-run ARGS in a job of its own of a script with job control (set -m),
+# its output and errors in OUT, its pid in $dir/rr; the script's in $!. The job control keeps
+# redlock-run's group from being orphaned, as it is under a test runner that starts a session
+# of its own: there the kernel discards every stop signal.
+as_job() {
+	local out=$1
+	shift
+	(
+		set -m
+		"$RR" "$@" >"$out" 2>&1 3>&- &
+		echo $! >"$dir/rr"
+		wait $!
+	) 3>&- &
+}
+
 # reap PID: waits for a background job and leaves its exit status in $status, as `run` does.
 reap() {
 	status=0

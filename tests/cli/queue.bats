@@ -243,6 +243,66 @@ ran() { tr '\n' ' ' <"$dir/ran" | sed 's/ $//'; }
 	assert_equal "$(ran)" "newest"
 }
 
+# stopped_in_line [OPTIONS...]: a --queue latest waiter for job (writing "a" to $dir/ran), in a
+# job of its own (as_job: its output in $dir/a.out), which took its place in line and was then
+# stopped with SIGTSTP: its pid in $a, its job's in $script.
+stopped_in_line() {
+	rm -f "$dir/rr"
+	as_job "$dir/a.out" --queue latest "$@" job -c "echo a >> $dir/ran"
+	script=$!
+	wait_until 10 test -s "$dir/rr"
+	a=$(cat "$dir/rr")
+	wait_until 10 queued 1
+	kill -TSTP "$a"
+	wait_until 10 stopped "$a"
+}
+
+@test "--queue latest: a waiter stopped (SIGTSTP) is superseded by a newer run that came meanwhile, though it ran already" {
+	local b
+	# Continued while the newer run holds the lock: it cancels nothing, and is superseded.
+	hold job --queue latest --cancel-running
+	stopped_in_line --cancel-running
+	queued 0
+	"$RR" --queue latest --cancel-running job -c "echo b >> $dir/ran; touch $dir/b-runs; until [ -e $dir/go.b ]; do sleep 0.02; done" &
+	b=$!
+	wait_until 10 test -e "$dir/b-runs"
+	reap "$holder"
+	assert_equal "$status" 77
+	kill -CONT "$a"
+	reap "$script"
+	assert_equal "$status" 75
+	grep -q "superseded by $(hostname):$b (a newer run" "$dir/a.out"
+	touch "$dir/go.b"
+	reap "$b"
+	assert_equal "$status" 0
+	# Continued once the newer run is done and the lock is free: superseded all the same.
+	rm -f "$dir/ready.job"
+	hold job --queue latest
+	stopped_in_line
+	"$RR" --queue latest job -c "echo c >> $dir/ran" &
+	b=$!
+	wait_until 10 queued 1
+	touch "$dir/go.job"
+	reap_ok "$holder" "$b"
+	kill -CONT "$a"
+	reap "$script"
+	assert_equal "$status" 75
+	grep -q "superseded by $(hostname):$b (a newer run" "$dir/a.out"
+	assert_equal "$(ran)" "b c"
+}
+
+@test "--queue latest: a waiter stopped (SIGTSTP) and continued with nobody newer meanwhile runs" {
+	hold job --queue latest
+	stopped_in_line
+	kill -CONT "$a"
+	wait_until 10 queued 1
+	touch "$dir/go.job"
+	reap "$holder"
+	reap "$script"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "a"
+}
+
 @test "--queue latest with -q: a superseded waiter exits with the conflict status, saying nothing" {
 	hold job --queue latest
 	"$RR" -q --queue latest job -c "echo older >> $dir/ran" 2>"$dir/older.err" &

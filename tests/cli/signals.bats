@@ -327,16 +327,6 @@ interactive_shell() {
 	exec 4>"$dir/keys"
 }
 
-# state PID: the process's state letter (S, T, Z...).
-state() {
-	local s
-	read -r _ _ s _ <"/proc/$1/stat" && echo "$s"
-}
-
-# running PID: the process is not stopped; stopped PID: it is.
-running() { [[ $(state "$1") != T ]]; }
-stopped() { [[ $(state "$1") == T ]]; }
-
 # fg_then_interrupt PID: types fg, then Ctrl-C once PID runs again, and leaves the status
 # the shell saw in $dir/status; the shell exits.
 fg_then_interrupt() {
@@ -595,21 +585,6 @@ bg_reader() {
 	exec 4>&-
 	reap "$shell"
 	assert_equal "$(cat "$dir/status")" 0
-}
-
-# as_job OUT ARGS...: redlock-run ARGS in a job of its own of a script with job control (set -m),
-# its output and errors in OUT, its pid in $dir/rr; the script's in $!. The job control keeps
-# redlock-run's group from being orphaned, as it is under a test runner that starts a session
-# of its own: there the kernel discards every stop signal.
-as_job() {
-	local out=$1
-	shift
-	(
-		set -m
-		"$RR" "$@" >"$out" 2>&1 3>&- &
-		echo $! >"$dir/rr"
-		wait $!
-	) 3>&- &
 }
 
 @test "SIGTSTP sent to redlock-run itself stops the command's whole group with it; SIGCONT continues both" {
