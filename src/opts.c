@@ -629,8 +629,8 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 	return out;
 }
 
-enum opts_action
-opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
+static enum opts_action
+parse_options(struct opts *o, int argc, char *argv[], char *err, size_t size)
 {
 	const char *shell_string = NULL, *source = "", *password_file = NULL, *replicas = NULL;
 	const char *connect_timeout = NULL, *prefix = NULL;
@@ -866,15 +866,19 @@ again:
 	if (prefix && *prefix) {
 		o->prefix = prefix;
 		/* The name in Redis, which every message and every helper key uses; for --list, a
-		 * pattern in which the prefix stands for itself, glob characters and all. */
-		char quoted[2 * sizeof(o->prefixed_key)]; /* whole, whenever the name fits */
-		int n = snprintf(o->prefixed_key, sizeof(o->prefixed_key), "%s%s",
-				 o->list ? glob_quoted(prefix, quoted, sizeof(quoted)) : prefix,
-				 o->key);
-		if (n < 0 || (size_t)n >= sizeof(o->prefixed_key))
-			return usage_error(err, size,
-					   "KEY with its prefix is longer than %zu bytes",
-					   sizeof(o->prefixed_key) - 1);
+		 * pattern in which the prefix stands for itself, glob characters and all (each
+		 * character quoted at most once: twice the room). */
+		size_t room = (o->list ? 2 : 1) * strlen(prefix) + 1;
+		if (strlen(prefix) > KEY_MAX)
+			return usage_error(err, size, "%s is longer than %d bytes", prefix_from,
+					   KEY_MAX);
+		if (!(o->prefixed_key = malloc(room + strlen(o->key))))
+			return usage_error(err, size, "out of memory");
+		if (o->list)
+			glob_quoted(prefix, o->prefixed_key, room);
+		else
+			memcpy(o->prefixed_key, prefix, room);
+		strcat(o->prefixed_key, o->key);
 		o->key = o->prefixed_key;
 	}
 	if (!o->list && !one_slot(o->key) && one_slot(given))
@@ -937,20 +941,17 @@ again:
 	/* Majorities of servers that each admit N holders can admit more than N between them
 	 * (with 3 servers and N = 2, three holders on {1,2}, {2,3} and {1,3}). */
 	if (out == OPTS_RUN && o->shared && o->limit > 1) {
-		opts_free(o);
 		out = usage_error(err, size,
 				  "--shared and --limit %d: a semaphore's holders all count "
 				  "alike; use one or the other",
 				  o->limit);
 	} else if (out == OPTS_RUN && o->shared && o->nurls > 1) {
-		opts_free(o);
 		out = usage_error(
 			err, size,
 			"--shared with %zu servers is not supported yet; use one server (a "
 			"Sentinel or a cluster URL counts as one)",
 			nurls);
 	} else if (out == OPTS_RUN && o->limit > 1 && o->nurls > 1) {
-		opts_free(o);
 		out = usage_error(
 			err, size,
 			"--limit %d with %zu servers: a quorum of servers cannot keep the "
@@ -958,7 +959,6 @@ again:
 			"as one)",
 			o->limit, nurls, o->limit);
 	} else if (out == OPTS_RUN && o->queue_given && o->nurls > 1) {
-		opts_free(o);
 		out = usage_error(
 			err, size,
 			"--queue %s with %zu servers: each server of a quorum sees "
@@ -969,13 +969,22 @@ again:
 				  : ", or leave --queue out: waiters then take the "
 				    "lock as they come, in no order");
 	} else if (out == OPTS_RUN && o->latest && (o->shared || o->limit > 1)) {
-		opts_free(o);
 		out = usage_error(err, size, "--queue latest is for a lock: not with %s",
 				  o->shared ? "--shared" : "--limit");
 	} else if (out == OPTS_RUN && o->cancel_running && !o->latest) {
-		opts_free(o);
 		out = usage_error(err, size, "--cancel-running goes with --queue latest");
 	}
+	return out;
+}
+
+enum opts_action
+opts_parse(struct opts *o, int argc, char *argv[], char *err, size_t size)
+{
+	enum opts_action out = parse_options(o, argc, argv, err, size);
+
+	/* Only a run keeps what the parse allocated. */
+	if (out != OPTS_RUN)
+		opts_free(o);
 	return out;
 }
 
@@ -994,4 +1003,6 @@ opts_free(struct opts *o)
 	for (size_t i = 0; i < o->nurls; i++)
 		url_free(&o->urls[i]);
 	o->nurls = 0;
+	free(o->prefixed_key);
+	o->prefixed_key = NULL;
 }

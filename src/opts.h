@@ -36,7 +36,7 @@ struct opts {
 	const char *key;                     /* as in Redis: with the --prefix, if any */
 	const char *name;                    /* KEY as given, without it */
 	const char *prefix;                  /* the prefix (--prefix, $REDLOCK_PREFIX), or NULL */
-	char prefixed_key[1024];             /* backs key when there is a prefix */
+	char *prefixed_key;                  /* backs key when there is a prefix */
 	char **command;                      /* COMMAND's argv, NULL-terminated */
 	struct redis_url urls[URL_LIST_MAX]; /* the servers: one, or a Redlock quorum */
 	size_t nurls;

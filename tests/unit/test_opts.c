@@ -302,6 +302,22 @@ main(void)
 		key[65536] = '\0';
 		CHECK_INT(PARSE(key, "true"), OPTS_RUN);
 		DONE();
+		/* A prefix adds to it, as long as the prefix is no longer (a 1 KiB buffer took
+		 * 1023 bytes of both); with --list, its characters quoted. */
+		static char prefix[65538];
+		memset(prefix, '*', 65536);
+		CHECK_INT(PARSE("--prefix", prefix, key, "true"), OPTS_RUN);
+		CHECK(strlen(o.key) == 2 * 65536 && o.key[0] == '*' && o.key[65536] == 'k');
+		CHECK_STR(o.name, key);
+		DONE();
+		CHECK_INT(PARSE("--list", "--prefix", prefix, key), OPTS_RUN);
+		CHECK(strlen(o.key) == 3 * 65536 && strncmp(o.key, "\\*\\*", 4) == 0);
+		DONE();
+		prefix[65536] = '*';
+		REFUSED("--prefix is longer than 65536 bytes", "--prefix", prefix, "k", "true");
+		setenv("REDLOCK_PREFIX", prefix, 1);
+		REFUSED("$REDLOCK_PREFIX is longer than 65536 bytes", "k", "true");
+		unsetenv("REDLOCK_PREFIX");
 	}
 	REFUSED("missing COMMAND after KEY", "k");
 	REFUSED("missing COMMAND after KEY", "k", "--");
