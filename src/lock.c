@@ -456,11 +456,11 @@ queue_refusal(struct lock *l, const char *e)
 	e += 6;
 	len = strcspn(e, " "); /* "DISCIPLINE VALUE" */
 	set_error(l,
-		  "%s is used with --queue %.*s by %s, and this run has --queue %s: every run on "
+		  "%s is used with --queue %.*s by %s, and this run has --queue %s%s: every run on "
 		  "one KEY must use the same discipline",
 		  l->key, (int)len, e,
 		  lock_describe_holder(e[len] ? e + len + 1 : "", who, sizeof(who)),
-		  lock_discipline_of(l->value));
+		  lock_discipline_of(l->value), *l->token_suffix ? "" : " (the default)");
 	return true;
 }
 

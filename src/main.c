@@ -119,8 +119,13 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			exit(o->conflict_status);
 		case LOCK_UNAVAILABLE:
 			child_free(ch);
-			msg_fatal(nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE, "%s",
-				  l->error);
+			/* "redlock-run KEY --queue latest -- cmd" runs "--queue", and a refusal of
+			 * this run's options would name options it was never given. */
+			msg_fatal(nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE,
+				  "%s%s%s%s", l->error,
+				  o->command[0][0] == '-' ? " (options go before KEY: '" : "",
+				  o->command[0][0] == '-' ? o->command[0] : "",
+				  o->command[0][0] == '-' ? "' was taken for COMMAND)" : "");
 		case LOCK_INTERRUPTED: {
 			int s = signals_take_stop(sig);
 			if (s == SIGTSTP) {

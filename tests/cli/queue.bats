@@ -477,9 +477,13 @@ assert o["cancelled_by"] == sys.argv[2] and o["nodes"][0]["cancelled_by"] == sys
 	hold job --queue latest
 	run --separate-stderr "$RR" job -- touch "$dir/ran"
 	assert_equal "$status" 69
-	assert_equal "$stderr" "redlock-run: job is used with --queue latest by $(hostname):$holder, and this run has --queue fifo: every run on one KEY must use the same discipline"
+	assert_equal "$stderr" "redlock-run: job is used with --queue latest by $(hostname):$holder, and this run has --queue fifo (the default): every run on one KEY must use the same discipline"
 	run --separate-stderr "$RR" -s job -- touch "$dir/ran"
 	assert_equal "$status" 69
+	# Options written after KEY are COMMAND's: the refusal says so.
+	run --separate-stderr "$RR" job --queue latest -- touch "$dir/ran"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: job is used with --queue latest by $(hostname):$holder, and this run has --queue fifo (the default): every run on one KEY must use the same discipline (options go before KEY: '--queue' was taken for COMMAND)"
 	touch "$dir/go.job"
 	reap "$holder"
 	hold other
