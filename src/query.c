@@ -672,8 +672,8 @@ text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_
 					 sizeof(held)));
 	if (b->holders > 1)
 		fprintf(out,
-			"%sbroke %s, held by %s and %zu more (%s%s of the leases left): ", prefix,
-			key, who, b->holders - 1, since,
+			"%sbroke %s, held by %s and %zu more (%sup to %s of their leases left): ",
+			prefix, key, who, b->holders - 1, since,
 			duration_format(b->left, left, sizeof(left)));
 	else
 		fprintf(out, "%sbroke %s, held by %s (%s%s of its lease left): ", prefix, key, who,

@@ -600,7 +600,7 @@ while True:
 	run -0 "$RR" --break --yes sem
 	assert_output --partial "broke sem, held by $(hostname):"
 	# (Not "taken ... ago": the last fence is the newer holder's, and says nothing of both.)
-	assert_line --index 0 --regexp " and 1 more \([0-9.]+s of the leases left\): fence "
+	assert_line --index 0 --regexp " and 1 more \(up to [0-9.]+s of their leases left\): fence "
 	assert_line --index 1 --regexp "^their commands run on until their next renewals find the break, within [0-9.]+m?s \([0-9.]+s if their renewals fail\), then are stopped \(76\)$"
 	reap "$a"
 	assert_equal "$status" 76
