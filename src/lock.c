@@ -454,6 +454,7 @@ queue_refusal(struct lock *l, const char *e)
 	if (strncmp(e, "QUEUE ", 6) != 0)
 		return false;
 	e += 6;
+	l->mismatched = true;
 	len = strcspn(e, " "); /* "DISCIPLINE VALUE" */
 	set_error(l,
 		  "%s is used with --queue %.*s by %s, and this run has --queue %s%s: every run on "
@@ -499,6 +500,7 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 			  strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
 					 : "; it holds another type of value, not redlock-run's");
+		l->mismatched = strncmp(e, "LIMIT ", 6) == 0;
 		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||

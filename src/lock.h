@@ -32,6 +32,8 @@ struct lock {
 	const char *token_suffix;   /* "" (--queue fifo), ":latest" or ":latest:cancel" */
 	bool ordered;               /* the line keeps arrival order: one node (see LINE) */
 	bool superseded;            /* an attempt said LOCK_SUPERSEDED */
+	bool mismatched;            /* an attempt was refused for options that other runs on
+				     * KEY use otherwise (--queue, --limit) */
 	bool returning;             /* it left a --queue latest line (stopped while waiting): it
 				     * asks again as one in line, whom a newer run that came
 				     * meanwhile supersedes (see QUEUE_RULES in scripts.c) */

@@ -76,6 +76,7 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 {
 	int64_t start = clock_now(), waited;
 	char holder[LOCK_HOLDER_MAX], buf[32];
+	bool misplaced;
 
 	for (;;) {
 		int64_t wait = o->wait;
@@ -121,11 +122,12 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			child_free(ch);
 			/* "redlock-run KEY --queue latest -- cmd" runs "--queue", and a refusal of
 			 * this run's options would name options it was never given. */
+			misplaced = l->mismatched && o->command[0][0] == '-';
 			msg_fatal(nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE,
 				  "%s%s%s%s", l->error,
-				  o->command[0][0] == '-' ? " (options go before KEY: '" : "",
-				  o->command[0][0] == '-' ? o->command[0] : "",
-				  o->command[0][0] == '-' ? "' was taken for COMMAND)" : "");
+				  misplaced ? " (options go before KEY: '" : "",
+				  misplaced ? o->command[0] : "",
+				  misplaced ? "' was taken for COMMAND)" : "");
 		case LOCK_INTERRUPTED: {
 			int s = signals_take_stop(sig);
 			if (s == SIGTSTP) {

@@ -484,6 +484,10 @@ assert o["cancelled_by"] == sys.argv[2] and o["nodes"][0]["cancelled_by"] == sys
 	run --separate-stderr "$RR" job --queue latest -- touch "$dir/ran"
 	assert_equal "$status" 69
 	assert_equal "$stderr" "redlock-run: job is used with --queue latest by $(hostname):$holder, and this run has --queue fifo (the default): every run on one KEY must use the same discipline (options go before KEY: '--queue' was taken for COMMAND)"
+	# Not where something else stands in the way.
+	run --separate-stderr env REDLOCK_URL="unix://$dir/none.sock" "$RR" job --queue latest -- true
+	assert_equal "$status" 69
+	[[ $stderr == *"cannot connect to"* && $stderr != *"options go before"* ]]
 	touch "$dir/go.job"
 	reap "$holder"
 	hold other
