@@ -660,6 +660,14 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 	char why[sizeof(l->error)];
 
 	if (now >= give_up) {
+		if (q->wait == WAIT_FOREVER && q->answered_at >= 0) {
+			/* The outage a wait rides out is over: said as such, not as the last
+			 * attempt's failure alone. */
+			char since[32];
+			snprintf(why, sizeof(why), "%s", l->error);
+			set_error(l, "gave up waiting after %s without an answer that counts: %s",
+				  duration_format(now - q->answered_at, since, sizeof(since)), why);
+		}
 		if (unsettled(q)) {
 			snprintf(why, sizeof(why), "%s", l->error);
 			set_unsure_error(l, why);
