@@ -270,13 +270,21 @@ replicated(const struct lock *l, const struct nodes *ns, const struct answer *a,
 
 	if (l->replicas == 0 || a->replicas >= l->replicas)
 		return true;
-	if (a->replicas < 0)
+	long long connected = nodes_replicas_connected(ns, a->node);
+	char has[64] = "";
+
+	if (a->replicas < 0) {
 		snprintf(why, size, "%s", nodes_error(ns, a->node));
-	else
-		snprintf(why, size,
-			 "only %lld of the %d replicas asked for acknowledged %s on %s within %s",
-			 a->replicas, l->replicas, what, nodes_address(ns, a->node),
-			 duration_format(l->replicas_timeout, within, sizeof(within)));
+		return false;
+	}
+	/* Too few replicas connected (a server never given them, or a failover's new master
+	 * that they have not reached yet), or replicas too slow: said apart. */
+	if (connected >= 0 && connected < l->replicas)
+		snprintf(has, sizeof(has), " (it has %lld connected)", connected);
+	snprintf(why, size,
+		 "only %lld of the %d replicas asked for acknowledged %s on %s within %s%s",
+		 a->replicas, l->replicas, what, nodes_address(ns, a->node),
+		 duration_format(l->replicas_timeout, within, sizeof(within)), has);
 	return false;
 }
 

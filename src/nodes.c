@@ -68,7 +68,9 @@ struct node {
 	bool silent;            /* it answered NODE_SILENT late since its last write (see take) */
 	const char *why;        /* why the last request failed, when not the connection's word */
 	char error[512];
-	int64_t held_until; /* our lease there ends then; 0: there is none */
+	int64_t held_until;           /* our lease there ends then; 0: there is none */
+	long long replicas_connected; /* when WAIT last fell short: how many replicas the
+				       * server has (ROLE), or -1 when unknown */
 };
 
 struct nodes {
@@ -86,6 +88,8 @@ alloc_nodes(size_t n)
 	if (n == 0 || n > NODES_MAX || !(ns = calloc(1, sizeof(*ns) + n * sizeof(ns->node[0]))))
 		return NULL;
 	ns->n = n;
+	for (size_t i = 0; i < n; i++)
+		ns->node[i].replicas_connected = -1;
 	return ns;
 }
 
@@ -210,6 +214,12 @@ nodes_error(const struct nodes *ns, size_t i)
 	const struct node *n = &ns->node[i];
 
 	return n->why ? n->why : conn_error(n->conn);
+}
+
+long long
+nodes_replicas_connected(const struct nodes *ns, size_t i)
+{
+	return ns->node[i].replicas_connected;
 }
 
 bool
@@ -489,9 +499,27 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
 	return CONN_OK;
 }
 
+/* WAIT fell short on c: asks the server how many replicas it has (ROLE) into
+ * n->replicas_connected, for the message to tell too few replicas from slow ones; -1 when it
+ * cannot tell (ROLE refused by an ACL, more replies still due on c). */
+static void
+count_replicas(struct node *n, struct conn *c)
+{
+	struct reply *r = NULL;
+
+	n->replicas_connected = -1;
+	if (conn_due(c) == 0 &&
+	    conn_call(c, &r, n->deadline, -1, 1, (const char *[]){ "ROLE" }, (size_t[]){ 4 }) ==
+		    CONN_OK &&
+	    reply_type(r) == REPLY_ARRAY && reply_count(r) >= 3 &&
+	    reply_type(reply_element(r, 2)) == REPLY_ARRAY)
+		n->replicas_connected = (long long)reply_count(reply_element(r, 2));
+	reply_free(r);
+}
+
 /* Reads WAIT's answer, behind a replicated command's on c, into a->replicas. */
 static void
-take_replicas(struct node *n, struct conn *c, struct answer *a)
+take_replicas(const struct nodes *ns, struct node *n, struct conn *c, struct answer *a)
 {
 	struct reply *r;
 	enum conn_result res = conn_recv(c, &r, n->deadline, -1);
@@ -504,6 +532,8 @@ take_replicas(struct node *n, struct conn *c, struct answer *a)
 	}
 	if (reply_type(r) == REPLY_INTEGER) {
 		a->replicas = reply_integer(r);
+		if (a->replicas < ns->replicas)
+			count_replicas(n, c);
 	} else {
 		snprintf(n->error, sizeof(n->error), "%s cannot wait for replicas (WAIT: %s)",
 			 conn_address(c),
@@ -623,7 +653,7 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	a->reply = r;
 	a->result = res;
 	if (res == CONN_OK && n->ask[0].replicated)
-		take_replicas(n, n->side, a);
+		take_replicas(ns, n, n->side, a);
 	if (a->result != CONN_OK) {
 		a->maybe_landed = true;
 		snprintf(n->error, sizeof(n->error), "%s", conn_error(n->side));
@@ -745,7 +775,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		n->heard_at = now;
 	}
 	if (a->result == CONN_OK && first.replicated)
-		take_replicas(n, n->conn, a);
+		take_replicas(ns, n, n->conn, a);
 	if (a->result != CONN_OK)
 		a->maybe_landed = n->was_open || opened;
 	/* A cluster's server that took the request and sat on it (frozen, a stalled machine) is

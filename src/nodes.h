@@ -125,6 +125,9 @@ void nodes_let_go(struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);
+/* When a replicated request last fell short of its replicas on node i: how many replicas its
+ * server has connected, or -1 when it could not tell. */
+long long nodes_replicas_connected(const struct nodes *ns, size_t i);
 /* Whether a server is out of reach for a reason of this process's own (out of file
  * descriptors or memory): a request they could not serve then ends the run with 71, not 69. */
 bool nodes_failed_here(const struct nodes *ns);

@@ -438,6 +438,7 @@ fail_over_without_key() {
 	kill -CONT "$(redis_pid m2)"
 	refute_line ran
 	assert_output --partial "only 0 of the 1 replicas asked for acknowledged the lock"
+	refute_output --partial "connected)" # (a frozen replica is still connected)
 	# Within the timeout: the replicas were asked once (one WAIT, which the server ends when
 	# its 300ms are over), not again; and the run ended, far from hanging (10s).
 	on_master info commandstats | grep -q 'cmdstat_wait:calls=1,'
@@ -452,6 +453,16 @@ fail_over_without_key() {
 	assert_output --partial "only 0 of the 1 replicas asked for acknowledged the lock"
 	refute_output --partial "no reply"
 	wait_until 2 free_on m1 job
+}
+
+@test "--wait-replicas on a server without replicas: the refusal says it has none" {
+	local port
+	redis_start_tcp solo
+	port=$(redis_port solo)
+	run -69 "$RR" -r "redis://127.0.0.1:$port" --wait-replicas 1,300ms -n job -- echo ran
+	redis_stop solo
+	refute_line ran
+	assert_output "redlock-run: only 0 of the 1 replicas asked for acknowledged the lock on 127.0.0.1:$port within 300ms (it has 0 connected)"
 }
 
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
