@@ -735,7 +735,9 @@ enum lock_result
 lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 {
 	struct acquisition q = {
-		.in_line = l->returning,
+		/* Back after a stop, a --queue latest run that had its place asks as one in
+		 * line, as old as it was; one that had none (its attempt never ran) is new. */
+		.in_line = l->arrived > 0,
 		.wait = wait,
 		.wait_deadline = wait == WAIT_FOREVER ? TIME_NEVER : time_add(clock_now(), wait),
 		.unsure_since = -1,
@@ -824,7 +826,6 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			out = pause_randomly(l, &q, intr_fd);
 		/* A grant that came too late: straight on to the next attempt. */
 	}
-	l->returning = out == LOCK_INTERRUPTED && q.in_line && strstr(l->token_suffix, ":latest");
 	msg_progress_end();
 	return out;
 }

@@ -182,9 +182,9 @@ acquire_call(struct lock *l, bool waiting, bool in_line, bool age, struct call *
 {
 	const char *args[7] = { LINE_KEYS(l), call->arg };
 
-	snprintf(call->arg, sizeof(call->arg), "%lld:%d:%d:%d:%d:%d:%s",
+	snprintf(call->arg, sizeof(call->arg), "%lld:%d:%d:%d:%d:%d:%lld:%s",
 		 (long long)(l->ttl / NS_PER_MS), waiting ? LOCK_HANDOFF_MS : 0,
-		 l->limit > 1 ? l->limit : 1, in_line, age, l->ordered, l->value);
+		 l->limit > 1 ? l->limit : 1, in_line, age, l->ordered, l->arrived, l->value);
 	call_init(call, kind_of(l)->acquire, 6, 7, args);
 }
 
@@ -532,6 +532,11 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	l->holder[0] = '\0';
 	l->holder_waits = reply_count(r) > 3 && reply_type(reply_element(r, 3)) == REPLY_INTEGER &&
 			  reply_integer(reply_element(r, 3)) == 1;
+	/* --queue latest: when we took our place, for every later look (see QUEUE_RULES). */
+	if (l->arrived == 0 && reply_count(r) > 4 &&
+	    reply_type(reply_element(r, 4)) == REPLY_INTEGER &&
+	    reply_integer(reply_element(r, 4)) > 0)
+		l->arrived = reply_integer(reply_element(r, 4));
 	if (reply_count(r) > 2 && reply_type(reply_element(r, 2)) == REPLY_STRING) {
 		size_t len;
 		const char *v = reply_string(reply_element(r, 2), &len);

@@ -34,9 +34,10 @@ struct lock {
 	bool superseded;            /* an attempt said LOCK_SUPERSEDED */
 	bool mismatched;            /* an attempt was refused for options that other runs on
 				     * KEY use otherwise (--queue, --limit) */
-	bool returning;             /* it left a --queue latest line (stopped while waiting): it
-				     * asks again as one in line, whom a newer run that came
-				     * meanwhile supersedes (see QUEUE_RULES in scripts.c) */
+	long long arrived;          /* --queue latest: when it first took its place in line
+				     * (server µs, as the script said), or 0; a newer run that came
+				     * since supersedes it, also once it asks again after a stop (see
+				     * QUEUE_RULES in scripts.c) */
 	int64_t ttl;                /* the lease, ns */
 	int64_t io_timeout;         /* how long one request may take */
 	int64_t connect_timeout;    /* how long a server that never answered this run may take

@@ -127,13 +127,14 @@
 	"    tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1,\n"                    \
 	"    broken_by(" broken ", " me ")}\n"
 
-/* The acquire scripts' ARGV[1], "TTL:HANDOFF:N:IN_LINE:AGE:ORDERED:VALUE", in one argument
- * (which leaves room for six keys within ten arguments): the lease `ttl` in ms, `handoff`
- * (see WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise), `in_line`, true when an earlier
- * attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE), `age`, true
- * when a grant must say how old the server's data is (see AGE), `ordered`, true when the line
- * keeps arrival order (one node: see LINE), and our `value`, the token. A first attempt on one
- * server, the common case, pays for none of it. */
+/* The acquire scripts' ARGV[1], "TTL:HANDOFF:N:IN_LINE:AGE:ORDERED:ARRIVED:VALUE", in one
+ * argument (which leaves room for six keys within ten arguments): the lease `ttl` in ms,
+ * `handoff` (see WAIT_IN_LINE), `limit` (a semaphore's N; 1 otherwise), `in_line`, true when an
+ * earlier attempt may have put us in line, which a grant then takes us out of (LEAVE_LINE),
+ * `age`, true when a grant must say how old the server's data is (see AGE), `ordered`, true when
+ * the line keeps arrival order (one node: see LINE), `arrived`, when a --queue latest run first
+ * took its place in line (server µs, as the script said; 0 before, see QUEUE_RULES), and our
+ * `value`, the token. A first attempt on one server, the common case, pays for none of it. */
 /*
  * `alien()`: what KEY holds when redlock-run did not write it, or nil when it did (or KEY is
  * gone): a string that is not a token ("<uuid>:<host>:<pid>", and ":kept" once released with
@@ -203,9 +204,10 @@
 	"end\n"
 
 #define ARGS                                                                                       \
-	"local ttl, handoff, limit, in_line, age, ordered, value =\n"                              \
-	"  string.match(ARGV[1], '^(%d+):(%d+):(%d+):([01]):([01]):([01]):(.+)$')\n"              \
+	"local ttl, handoff, limit, in_line, age, ordered, arrived, value =\n"                     \
+	"  string.match(ARGV[1], '^(%d+):(%d+):(%d+):([01]):([01]):([01]):(%d+):(.+)$')\n"        \
 	"ttl, handoff, limit = tonumber(ttl), tonumber(handoff), tonumber(limit)\n"                \
+	"arrived = tonumber(arrived)\n"                                                            \
 	"in_line, age, ordered = in_line == '1', age == '1', ordered == '1'\n"                     \
 	CLOCK FENCE AGE ALIEN LINE QUEUE_RULES PERMITTED
 /* A grant takes us out of the line we may be in, and clears the wake-ups meant for us. */
@@ -345,12 +347,15 @@
  * each learns why from `fates` ("superseded by HOST:PID") when it looks again, which a wake-up
  * makes it do at once, or, paused meanwhile, within the hour the mark lasts (one that found no
  * mark would take its turn again, after the newer run); not a waiter that holds KEY already (its
- * grant came too late to count, and it asks again: the waiters behind it are newer). The
- * newcomer is also written in `fates` as ":newest" (a field no token can be), for an hour: a
- * waiter that was out of the line meanwhile (stopped, or its place lapsed) is no newcomer when
- * it comes back, and is superseded by a newer one that came in its absence, though none found
- * it there to mark it, and though that one holds KEY by now or is done. Runs are told apart by
- * HOST:PID there: one that comes back from a stop does so with a new token (see line_wait).
+ * grant came too late to count, and it asks again: the waiters behind it are newer).
+ * `arrive()`: a run that may wait records in `fates`, as ":newest" (a field no token can be),
+ * "ARRIVED VALUE", when it arrived (server µs: now for a newcomer, or just after the newest
+ * recorded, should the clock have stepped back; `arrived` for one that asks again) and who it
+ * is, unless a later arrival is recorded; for an hour. A run in line that is
+ * not the newest is superseded by the newest (`superseded()`), though none found it in line to
+ * mark it: it was out of the line meanwhile (stopped, or its place lapsed), and the newer run
+ * may hold KEY by now or be done. A newer run whose record a failover lost writes it again at
+ * its next look.
  * `cancel(holder)`: a newcomer with --cancel-running marks the holder "cancelled by HOST:PID" in
  * `fates`, if it consented; its next renewal finds it (see script_renew), for as long as the
  * holder's lease may last.
@@ -406,16 +411,23 @@
 	"    keep_fates(life)\n"                                                                   \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
+	"local newest_at, newest\n"                                                                 \
+	"local function read_newest()\n"                                                           \
+	"  local n = redis.pcall('HGET', fates, ':newest')\n"                                      \
+	"  local at, v\n"                                                                          \
+	"  if type(n) == 'string' then at, v = string.match(n, '^(%d+) (.+)$') end\n"             \
+	"  newest_at, newest = tonumber(at) or 0, v\n"                                             \
+	"end\n"                                                                                    \
 	"local function superseded(me)\n"                                                          \
 	"  if not in_line or discipline(me) ~= 'latest' then return end\n"                         \
 	"  local fate, by = redis.pcall('HGET', fates, me), nil\n"                                 \
 	"  if type(fate) == 'string' and string.sub(fate, 1, 14) == 'superseded by ' then\n"       \
 	"    by = string.sub(fate, 15)\n"                                                          \
-	"  else\n"                                                                                 \
-	"    local newest = redis.pcall('HGET', fates, ':newest')\n"                               \
-	"    if type(newest) == 'string' and who(newest) ~= who(me) and\n"                         \
-	"       redis.pcall('GET', KEYS[1]) ~= me then\n"                                          \
+	"  elseif arrived > 0 then\n"                                                              \
+	"    read_newest()\n"                                                                      \
+	"    if newest_at > arrived and redis.pcall('GET', KEYS[1]) ~= me then\n"                  \
 	"      by = who(newest)\n"                                                                 \
+	"      withdraw(me)\n"                                                                     \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
 	"  if by then\n"                                                                           \
@@ -423,6 +435,15 @@
 	"    redis.call('ZREM', queue, me)\n"                                                      \
 	"    return redis.error_reply('SUPERSEDED ' .. by)\n"                                      \
 	"  end\n"                                                                                  \
+	"end\n"                                                                                    \
+	"local function arrive(me)\n"                                                              \
+	"  if not newest_at then read_newest() end\n"                                              \
+	"  local at = arrived > 0 and arrived or math.max(clock() and now_us, newest_at + 1)\n"    \
+	"  if at > newest_at then\n"                                                               \
+	"    redis.call('HSET', fates, ':newest', string.format('%.0f', at) .. ' ' .. me)\n"       \
+	"    keep_fates(" FENCE_KEEP_MS ")\n"                                                      \
+	"  end\n"                                                                                  \
+	"  return at\n"                                                                            \
 	"end\n"
 
 /*
@@ -519,11 +540,8 @@ static struct script script_acquire = {
 	"   not (in_line and redis.pcall('GET', KEYS[1]) == me) then\n"
 	"  e = supersede(me)\n"
 	"  if e then return e end\n"
-	"  if not in_line then\n"
-	"    redis.call('HSET', fates, ':newest', me)\n"
-	"    keep_fates(" FENCE_KEEP_MS ")\n"
-	"  end\n"
 	"end\n"
+	"local newer = handoff > 0 and discipline(me) == 'latest'\n"
 	"if ordered and not in_line and redis.call('EXISTS', queue, queue .. '-shared') > 0 and\n"
 	"   redis.call('EXISTS', KEYS[1]) == 0 then\n"
 	"  first = ahead(nil)\n"
@@ -536,6 +554,7 @@ static struct script script_acquire = {
 	"  end\n"
 	"end\n"
 	"if not first and not holder then\n" LEAVE_LINE
+	"  if newer then arrive(me) end\n"
 	"  return {1, fence(), 1, data_age()}\n"
 	"end\n"
 	"if first then\n"
@@ -567,6 +586,7 @@ static struct script script_acquire = {
 	WAIT_IN_LINE
 	"if handoff == 0 and in_line then withdraw(me) end\n"
 	"if readers and handoff == 0 and in_line then wake_next(1) end\n"
+	"if newer then return {0, pttl, holder, first and 1 or 0, arrive(me)} end\n"
 	"return {0, pttl, holder, first and 1 or 0}\n",
 };
 

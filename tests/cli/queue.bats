@@ -257,6 +257,18 @@ stopped_in_line() {
 	wait_until 10 stopped "$a"
 }
 
+# continued_runs: $a (its job's pid in $script), continued, takes its place in line again and
+# runs once the holder is done.
+continued_runs() {
+	kill -CONT "$a"
+	wait_until 10 queued 1
+	touch "$dir/go.job"
+	reap "$holder"
+	reap "$script"
+	assert_equal "$status" 0
+	assert_equal "$(ran)" "a"
+}
+
 @test "--queue latest: a waiter stopped (SIGTSTP) is superseded by a newer run that came meanwhile, though it ran already" {
 	local b
 	# Continued while the newer run holds the lock: it cancels nothing, and is superseded.
@@ -291,16 +303,42 @@ stopped_in_line() {
 	assert_equal "$(ran)" "b c"
 }
 
+@test "--queue latest: a run stopped before its first attempt ran comes back new, not superseded by an older one" {
+	hold job --queue latest
+	# Its attempt waits in the server (a pause of writes) while it is stopped: it never took a
+	# place, and the older holder is the newest on record.
+	rcli client pause 20000 WRITE >/dev/null
+	rm -f "$dir/rr"
+	as_job "$dir/a.out" --queue latest job -c "echo a >> $dir/ran"
+	local script=$! a
+	wait_until 10 test -s "$dir/rr"
+	a=$(cat "$dir/rr")
+	wait_until 10 eval '[[ $(rcli client list) == *" flags=b"* ]]'
+	kill -TSTP "$a"
+	wait_until 10 stopped "$a"
+	rcli client unpause >/dev/null
+	continued_runs
+}
+
+@test "--queue latest: a waiter whose arrival a failover lost is not superseded by an older one's" {
+	hold job --queue latest
+	"$RR" --queue latest job -c "echo b >> $dir/ran" &
+	local b=$!
+	wait_until 10 queued 1
+	# What a new master may have: the record of an older run, the waiter's own lost.
+	rcli hset '{job}:broken' :newest \
+		"1767225600000000 00000000-0000-4000-8000-000000000000:otherhost:4242:latest" >/dev/null
+	touch "$dir/go.job"
+	reap_ok "$holder" "$b"
+	assert_equal "$(ran)" "b"
+	# And it wrote its own again.
+	[[ $(rcli hget '{job}:broken' :newest) == *":$(hostname):$b:latest" ]]
+}
+
 @test "--queue latest: a waiter stopped (SIGTSTP) and continued with nobody newer meanwhile runs" {
 	hold job --queue latest
 	stopped_in_line
-	kill -CONT "$a"
-	wait_until 10 queued 1
-	touch "$dir/go.job"
-	reap "$holder"
-	reap "$script"
-	assert_equal "$status" 0
-	assert_equal "$(ran)" "a"
+	continued_runs
 }
 
 @test "--queue latest with -q: a superseded waiter exits with the conflict status, saying nothing" {
