@@ -482,6 +482,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	bool waiting;
 
 	memset(rd, 0, sizeof(*rd));
+	l->mismatched = false; /* (said of this round's answers only) */
 	rd->start = q->pipelined ? q->pipelined_at : clock_now();
 	rd->pipelined = q->pipelined;
 	/* WAIT may take its whole timeout on top (past the end of a wait too: a grant that

@@ -269,6 +269,7 @@ conn_close(struct conn *c)
 		freeaddrinfo(c->resolved);
 	c->resolved = c->next_resolved = NULL;
 	c->hello_auth = c->hello_select = false;
+	c->failed_here = false;
 	c->gate = 0;
 	c->due = c->unwanted = 0;
 	if (c->reader)
@@ -297,7 +298,7 @@ conn_error(const struct conn *c)
 bool
 conn_failed_here(const struct conn *c)
 {
-	return c->phase == PHASE_CLOSED && c->failed_here;
+	return c->failed_here;
 }
 
 const char *
@@ -343,7 +344,6 @@ fail(struct conn *c, enum conn_result result, const char *fmt, ...)
 	va_end(ap);
 	conn_close(c);
 	c->failure = result;
-	c->failed_here = false;
 	return result;
 }
 
@@ -351,14 +351,17 @@ static enum conn_result
 fail_errno(struct conn *c, const char *what, int err)
 {
 	char buf[128];
+	/* Out of descriptors or memory as it connected: the server was never asked
+	 * (conn_failed_here). */
+	bool here = c->phase == PHASE_CONNECTING &&
+		    (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS);
 
 	/* A TLS port resets a plain client that spoke first. */
 	fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address, msg_strerror(err, buf, sizeof(buf)),
 	     err == ECONNRESET && !c->received_ever && c->url->scheme == URL_TCP
 		     ? " (a TLS port? use rediss://)"
 		     : "");
-	/* Out of descriptors or memory: the server is not at fault (conn_failed_here). */
-	c->failed_here = err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS;
+	c->failed_here = here;
 	return CONN_FAILED;
 }
 

@@ -125,8 +125,8 @@ bool conn_tls_resumed(const struct conn *c);
 /* One line on the last failure, naming the server: "cannot connect to 127.0.0.1:6379:
  * connection refused". Never contains the password. */
 const char *conn_error(const struct conn *c);
-/* Whether c is closed by a failure of this process's own (out of file descriptors or memory),
- * not of the server's or the network's. */
+/* Whether c was closed, last, by a failure of this process's own as it connected (out of file
+ * descriptors or memory: the server was never asked), not of the server's or the network's. */
 bool conn_failed_here(const struct conn *c);
 /* "127.0.0.1:6379", "[::1]:6379" or the socket's path. */
 const char *conn_address(const struct conn *c);

@@ -31,12 +31,18 @@ redis_start() {
 # server's port could be taken by any connection of the suite, and that connection's TIME_WAIT
 # would keep the server from starting again on it for a minute.
 port_to_try() {
-	local above=${1:-0} low high
+	local above=${1:-0} low high below over
 	read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768 high=60999
-	if ((low - 10000 > 65535 - high)); then
-		echo $((10000 + RANDOM % (low - 10000 - above)))
+	# How many ports each side leaves (from 10000 up, and past the range), bus port included.
+	below=$((low - 10000 - above)) over=$((65535 - high - above))
+	if ((below >= over && below > 0)); then
+		echo $((10000 + (RANDOM << 15 | RANDOM) % below))
+	elif ((over > 0)); then
+		echo $((high + 1 + (RANDOM << 15 | RANDOM) % over))
 	else
-		echo $((high + 1 + RANDOM % (65535 - high - above)))
+		# No room outside the range: any port, as before (a restart may then find its own
+		# taken for a minute).
+		echo $((20000 + (RANDOM << 15 | RANDOM) % (45535 - above)))
 	fi
 }
 

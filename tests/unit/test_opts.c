@@ -313,6 +313,9 @@ main(void)
 		CHECK_INT(PARSE("--list", "--prefix", prefix, key), OPTS_RUN);
 		CHECK(strlen(o.key) == 3 * 65536 && strncmp(o.key, "\\*\\*", 4) == 0);
 		DONE();
+		/* Refused after the prefixed name was made: freed all the same (LeakSanitizer). */
+		REFUSED("--json goes with --status or --list", "--prefix", "p:", "--json", "k",
+			"true");
 		prefix[65536] = '*';
 		REFUSED("--prefix is longer than 65536 bytes", "--prefix", prefix, "k", "true");
 		setenv("REDLOCK_PREFIX", prefix, 1);
