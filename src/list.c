@@ -225,13 +225,16 @@ scan(struct nodes *ns, size_t i, const char *pattern, int64_t timeout, struct na
 			}
 			for (size_t k = 0; !strings && k < reply_count(keys); k++) {
 				size_t len;
-				char name[1024];
 				const char *key = reply_string(reply_element(keys, k), &len);
-				bool line = key && (lines || every) &&
-					    line_of(key, len, pattern, name, sizeof(name));
-				if ((key && !lines && names_add(n, key, len) < 0) ||
+				/* (A lock's name is shorter than its line's key: names of
+				 * 128 KiB with their prefix, too.) */
+				char *name = key && (lines || every) ? malloc(len + 1) : NULL;
+				bool line = name && line_of(key, len, pattern, name, len + 1);
+				if ((key && (lines || every) && !name) ||
+				    (key && !lines && names_add(n, key, len) < 0) ||
 				    (line && names_add(n, name, strlen(name)) < 0))
 					msg_fatal(STATUS_OSERR, "out of memory");
+				free(name);
 			}
 			reply_free(r);
 		} while (strcmp(cursor, "0") != 0);

@@ -675,6 +675,20 @@ assert o["key"] == "job" and o["held"] and o["pid"] == int(sys.argv[1]) and o["w
 	wait "$job" "$sem" "$readers" "$waiter"
 }
 
+@test "--list: a free lock whose line waits is listed, whatever the length of its name" {
+	local long ends
+	long=$(head -c 1500 /dev/zero | tr '\0' k)
+	ends=$(($(server_ms main) + 60000))
+	# A place in line that nobody holds the lock for (its waiter gone, say), as the scripts
+	# write them.
+	rcli zadd "{$long}:waiting" "$ends" "12345678-1234-4234-8234-123456789abc:web-1:42" >/dev/null
+	rcli zadd "{short}:waiting" "$ends" "12345678-1234-4234-8234-123456789abc:web-1:43" >/dev/null
+	run -0 "$RR" --list
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 1 --regexp "^k{1500} +- +\(free\) "
+	assert_line --index 2 --regexp "^short +- +\(free\) "
+}
+
 @test "a KEY with a newline or an escape in it: messages, --status and --break show it on one line" {
 	local key=$'two\nlines\e[2J'
 	"$RR" "$key" -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
