@@ -585,7 +585,7 @@ parse_urls(struct opts *o, char *const *urls, size_t n, const char *source,
 			/* One string of several URLs (REDLOCK_URL) separates them by blanks. */
 			bool commas = *source && strstr(urls[o->nurls], ",") &&
 				      strstr(strchr(urls[o->nurls], ',') + 1, "://");
-			char which[48] = ""; /* (a URL is not echoed: it may hold a password) */
+			char which[64] = ""; /* (a URL is not echoed: it may hold a password) */
 			if (n > 1)
 				snprintf(which, sizeof(which), " (the %zu%s of %zu)", o->nurls + 1,
 					 ordinal_suffix(o->nurls + 1), n);
