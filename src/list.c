@@ -485,8 +485,7 @@ query_list(const struct opts *o)
 			if (scan(master, 0, o->key, timeout, &n, error, sizeof(error)) < 0) {
 				/* (The error names the server.) */
 				msg_error("cannot list the locks: %s", error);
-				status = nodes_failed_here(master) ? STATUS_OSERR
-								   : STATUS_UNAVAILABLE;
+				status = nodes_unavailable_status(master);
 			}
 			nodes_free(master);
 			free(m[k].host);
@@ -509,7 +508,7 @@ query_list(const struct opts *o)
 			else if (failed[i][0])
 				msg_error("cannot list the locks: %s", failed[i]);
 		if (answered < nodes_quorum(ns)) {
-			status = nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE;
+			status = nodes_unavailable_status(ns);
 			goto done;
 		}
 	}
@@ -544,7 +543,7 @@ query_list(const struct opts *o)
 		} else if (!s->decided && !somewhere(s, false)) {
 			/* It may be held: said, and the list is not the whole truth (69). */
 			msg_error("%s", l.error);
-			status = nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE;
+			status = nodes_unavailable_status(ns);
 			if (o->json) {
 				eviction(ns, s, ev, asked);
 				query_print_json(stdout, s);

@@ -76,7 +76,7 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 {
 	int64_t start = clock_now(), waited;
 	char holder[LOCK_HOLDER_MAX], buf[32];
-	bool misplaced;
+	char hint[96] = "";
 
 	for (;;) {
 		int64_t wait = o->wait;
@@ -122,12 +122,11 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 			child_free(ch);
 			/* "redlock-run KEY --queue latest -- cmd" runs "--queue", and a refusal of
 			 * this run's options would name options it was never given. */
-			misplaced = l->mismatched && o->command[0][0] == '-';
-			msg_fatal(nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE,
-				  "%s%s%s%s", l->error,
-				  misplaced ? " (options go before KEY: '" : "",
-				  misplaced ? o->command[0] : "",
-				  misplaced ? "' was taken for COMMAND)" : "");
+			if (l->mismatched && o->command[0][0] == '-')
+				snprintf(hint, sizeof(hint),
+					 " (options go before KEY: '%.40s' was taken for COMMAND)",
+					 o->command[0]);
+			msg_fatal(nodes_unavailable_status(ns), "%s%s", l->error, hint);
 		case LOCK_INTERRUPTED: {
 			int s = signals_take_stop(sig);
 			if (s == SIGTSTP) {

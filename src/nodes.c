@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "exitstatus.h"
 #include "sentinel.h"
 
 /* How often a Sentinel node's requests may be sent again to a new master. */
@@ -222,13 +223,13 @@ nodes_replicas_connected(const struct nodes *ns, size_t i)
 	return ns->node[i].replicas_connected;
 }
 
-bool
-nodes_failed_here(const struct nodes *ns)
+int
+nodes_unavailable_status(const struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
 		if (!ns->node[i].why && conn_failed_here(ns->node[i].conn))
-			return true;
-	return false;
+			return STATUS_OSERR;
+	return STATUS_UNAVAILABLE;
 }
 
 const char *

@@ -608,7 +608,7 @@ report(const struct opts *o, bool *taken, char *holder, size_t size)
 		status = s->all.held || behind ? o->conflict_status : 0;
 	} else {
 		msg_error("%s", l.error);
-		status = nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE;
+		status = nodes_unavailable_status(ns);
 		if (!any && o->json) {
 			/* A reader of the JSON gets an object all the same, saying why. */
 			fputs("{\"key\": ", stdout);
@@ -730,7 +730,7 @@ query_break(const struct opts *o)
 	if (lock_break(&l, ns, by, o->yes ? NULL : shown_holder,
 		       clock_now() + time_min(l.io_timeout, o->connect_timeout), node) < 0) {
 		msg_error("%s", l.error);
-		status = nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE;
+		status = nodes_unavailable_status(ns);
 	}
 	for (size_t i = 0; i < nodes_count(ns); i++) {
 		char prefix[320] = "";
