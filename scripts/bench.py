@@ -995,8 +995,10 @@ def main():
     print(f"| shared counter after {sections} sections | {flock_c['count']} | "
           f"{redlock_c['count']} | | = {sections} | "
           f"{'' if flock_c['count'] == redlock_c['count'] == sections else '**wrong**'} |")
-    print(f"| Redis commands sent per section | | {per_section:.2f} | | ≤ 4 | "
-          f"{verdict(per_section <= 4)} |")
+    # An attempt, a BLPOP with the next attempt behind it, the release, and the release's
+    # follow-up when others wait behind the waiter it woke (did that one come?).
+    print(f"| Redis commands sent per section | | {per_section:.2f} | | ≤ 5 | "
+          f"{verdict(per_section <= 5)} |")
     print(f"| Redis commands executed per uncontended run (scripts' own included) | | "
           f"{redlock_work[0]:.2f} | {redlock_work[0] / plain_work[0]:.2f}× a plain SET NX + "
           f"compare-and-delete ({plain_work[0]:.2f}) | ≤ 8 | {verdict(redlock_work[0] <= 8)} |")

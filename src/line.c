@@ -80,6 +80,25 @@ line_send_leaves(struct lock *l, struct nodes *ns, const struct round *rd)
 }
 
 void
+line_follow_up(struct lock *l, struct nodes *ns, int intr_fd)
+{
+	const char *args[6] = { LINE_KEYS(l) };
+	int64_t due = LEAVE_DUE(l);
+	struct call call;
+	struct answer a;
+
+	call_init(&call, &script_follow_up, 6, 6, args);
+	call_send(ns, 0, &call, due, intr_fd, false);
+	if (next_answer(ns, &call, due, due, intr_fd, &a) == CONN_OK && a.result == CONN_OK) {
+		if (reply_type(a.reply) == REPLY_INTEGER && reply_integer(a.reply) > 0)
+			msg_info("the first waiter in line did not come for its turn: the next "
+				 "ones were woken");
+		reply_free(a.reply);
+	}
+	nodes_cancel(ns);
+}
+
+void
 line_leave(struct lock *l, struct nodes *ns, const struct round *rd)
 {
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);

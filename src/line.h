@@ -42,6 +42,15 @@ enum lock_result line_wait(struct lock *l, struct nodes *ns, struct acquisition 
  */
 void line_leave(struct lock *l, struct nodes *ns, const struct round *rd);
 
+/*
+ * Our release woke the first waiter of an ordered line (one node): one round trip later, that
+ * waiter has taken its turn, unless it was killed outright (or was not blocked as it came);
+ * then the next few are woken (script_follow_up), and the first of them that lives passes it a
+ * handoff later, rather than sleeping until the lease it waited out would have ended. Best
+ * effort: it waits for the answer a second at most, and not at all after a signal.
+ */
+void line_follow_up(struct lock *l, struct nodes *ns, int intr_fd);
+
 /* Sends our leave from the line (script_leave) wherever the round found KEY held, and does not
  * wait for the answers: the caller lets them go (see nodes_let_go). */
 void line_send_leaves(struct lock *l, struct nodes *ns, const struct round *rd);

@@ -15,6 +15,7 @@
 
 #include "acquisition.h"
 #include "duration.h"
+#include "line.h"
 #include "msg.h"
 #include "names.h"
 #include "nodes.h"
@@ -556,8 +557,10 @@ released(struct lock *l, const struct reply *r, long long *up)
 	size_t len;
 
 	*up = -1;
-	if (reply_type(r) == REPLY_INTEGER)
-		return reply_integer(r) == 1 ? 1 : reply_integer(r) == 0 ? 0 : -1;
+	if (reply_type(r) == REPLY_INTEGER) /* (2: released, and the line's first woken) */
+		return reply_integer(r) == 1 || reply_integer(r) == 2 ? 1
+		       : reply_integer(r) == 0                        ? 0
+								      : -1;
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 || reply_count(r) > 3 ||
 	    reply_type(reply_element(r, 0)) != REPLY_INTEGER ||
 	    reply_type(reply_element(r, 1)) != REPLY_INTEGER)
@@ -902,6 +905,8 @@ count_release(struct lock *l, struct nodes *ns, struct release_count *c, const s
 		snprintf(c->lost_why, sizeof(c->lost_why), "%s", l->error);
 	} else {
 		c->yes += got == 1;
+		l->handed_over = l->handed_over || (reply_type(a->reply) == REPLY_INTEGER &&
+						    reply_integer(a->reply) == 2);
 		c->without[i] = got <= 0 && !c->retried[i];
 		c->unconfirmed += c->retried[i] && got <= 0;
 		/* (A server that never held it says nothing of its loss.) */
@@ -965,6 +970,7 @@ enum lock_release_result
 lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 {
 	struct release_count c = { 0 };
+	enum lock_release_result verdict;
 	bool decided = false;
 	struct call call;
 	struct answer a;
@@ -972,6 +978,7 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
 
 	l->holder[0] = '\0'; /* (a --break's mark, should a node answer with one) */
+	l->handed_over = false;
 	/* A request whose server is gone (a cluster's owner, a Sentinel's master, killed) is
 	 * asked again where it went, for as long as a failover takes: within the lease, and a
 	 * minute at most (the holder's exit waits for it). */
@@ -1025,5 +1032,8 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		}
 		reply_free(a.reply);
 	}
-	return release_verdict(l, ns, &c, res);
+	verdict = release_verdict(l, ns, &c, res);
+	if (verdict == LOCK_RELEASED && l->handed_over && res != CONN_INTERRUPTED)
+		line_follow_up(l, ns, intr_fd);
+	return verdict;
 }

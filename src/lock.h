@@ -25,6 +25,7 @@ struct lock {
 	char *shared_wake_key;      /* the list that wakes shared waiters */
 	char *queue_key;            /* the line's arrival order (see LINE in scripts.c) */
 	char *own_wake_key;         /* the list that wakes us in an ordered line: wake_key:value */
+	bool handed_over;           /* our release woke the first waiter of an ordered line */
 	char *broken_key;           /* what others did to whom: --break, --queue latest, and
 				     * --cancel-running write it, for the runs they ended */
 	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY, and

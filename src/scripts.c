@@ -236,10 +236,10 @@
  * wake list of their own, `wake`:VALUE (`list_of`), which only they block on, and leaves an
  * exclusive one a handoff allowance to take its turn (its place then ends; woken again by a
  * later release, it is given no more: one killed in a semaphore's line, where releases keep
- * coming, would keep a place for ever): a waiter killed at the front holds the others back
- * until their next look, at most the lease they wait out, as a killed holder does. (Waking the
- * one after it too would bound that by a second, at the price of a look per handoff, which
- * doubled what a handoff costs the server.) A line over a
+ * coming, would keep a place for ever). One killed at the front would hold the others back
+ * until their next look, at most the lease they wait out: the releaser asks a round trip later
+ * whether it came (script_follow_up), which costs a handoff a small script, where waking the one
+ * after it too would cost a look, and doubled what a handoff costs the server. A line over a
  * Redlock quorum keeps no order (`ordered` is false: each server would see arrivals in an
  * order of its own, and keeping each one's could leave every contender with a minority), nor
  * do waiters of redlock-run 0.2.0: they are woken on the shared lists `wake` and `wake`-shared,
@@ -247,6 +247,9 @@
  *
  * (A release cannot name in KEYS the waiter it will wake: the wake lists are named here, from
  * KEYS[3], in KEY's hash slot like every other key.)
+ *
+ * `wake_up(w)`: pushes to w's wake list, and leaves w a handoff's time to come (its place ends
+ * then, unless it comes or looks again).
  *
  * `pass(w)`: a contender that finds a place free but waiter w before it wakes w and leaves it a
  * handoff's time to come, as a release does (one killed is so passed over a second later, rather
@@ -308,17 +311,21 @@
 	"  redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), w)\n"               \
 	"  return " HANDOFF_MS "\n"                                                                \
 	"end\n"                                                                                    \
+	"local function wake_up(w)\n"                                                              \
+	"  push(list_of(w))\n"                                                                     \
+	"  if ends[w] > clock() + " HANDOFF_MS " then\n"                                           \
+	"    redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", w)\n"                       \
+	"  end\n"                                                                                  \
+	"end\n"                                                                                    \
 	"local function wake_next(room)\n"                                                         \
 	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
-	"  local x, s = firsts(queue, room), firsts(queue .. '-shared', 1)\n"                      \
+	"  local x, s = firsts(queue, room + 1), firsts(queue .. '-shared', 1)\n"                  \
 	"  if x[1] and not (s[1] and s[2] < x[2]) then\n"                                          \
-	"    for i = 1, #x, 2 do\n"                                                                \
+	"    for i = 1, math.min(#x, 2 * room), 2 do\n"                                            \
 	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
-	"      push(list_of(x[i]))\n"                                                              \
-	"      if ends[x[i]] > clock() + " HANDOFF_MS " then\n"                                    \
-	"        redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", x[i])\n"                \
-	"      end\n"                                                                              \
+	"      wake_up(x[i])\n"                                                                    \
 	"    end\n"                                                                                \
+	"    return x[2 * room + 1] ~= nil\n"                                                      \
 	"  elseif s[1] then\n"                                                                     \
 	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
 	"        x[1] and '(' .. string.format('%.0f', x[2]) or '+inf')) do\n"                     \
@@ -623,9 +630,11 @@ static struct script script_renew = {
  * (--min-hold), or 0, and our value (one argument: with six keys, a call stays within ten
  * arguments, see ARGS). Returns 1 when deleted, or left to expire then as our value and ":kept"
  * (which says that the command has finished: --status tells it, and a release asked again finds
- * it ours); when not ours, as NOT_OURS says.
+ * it ours), 2 when deleted, with the first of an ordered line's waiters woken and others behind
+ * it (script_follow_up is then due); when not ours, as NOT_OURS says.
  *
- * Deleting wakes whoever is next in line (wake_next). Left to expire, the lock wakes them too,
+ * Deleting wakes whoever is next in line (wake_next: true when it woke the first of an ordered
+ * line, with others behind those it woke). Left to expire, the lock wakes them too,
  * and they then block only until it expires.
  */
 #define RELEASE_ARGS                                                                               \
@@ -642,8 +651,7 @@ static struct script script_release = {
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
-		"wake_next(1)\n"
-		"return 1\n",
+		"return wake_next(1) and keep == 0 and 2 or 1\n",
 };
 
 /*
@@ -840,8 +848,29 @@ static struct script script_sem_renew = {
  */
 static struct script script_sem_release = {
 	.gives_back = true,
-	.text = LEAVE_PLACE "wake_next(n and math.max(n - live, 1) or 1)\n"
-			    "return 1\n",
+	.text = LEAVE_PLACE
+	"return wake_next(n and math.max(n - live, 1) or 1) and keep == 0 and 2 or 1\n",
+};
+
+/*
+ * After a release that woke the first of an ordered line's waiters (it answered 2), a round trip
+ * later. KEYS as LINE says; no ARGV. That waiter, blocked, took its wake-up as the release ended
+ * (and on one plain server its turn too: its attempt waits behind its BLPOP, see line_wait in
+ * line.c). Its wake-up still there, and it still first, with no more than a handoff's time left
+ * to its place, it did not (killed outright, most likely; or not blocked at that moment). The
+ * three waiters after it, each blocked until the lease it waited out would have ended, are woken
+ * now, and given a handoff's time as it was (see wake_up in LINE): the first of them that lives
+ * passes it and the others killed with it (a CI job cancelled whole) a handoff later. Returns
+ * how many it woke.
+ */
+struct script script_follow_up = {
+	.text = CLOCK LINE "local f = firsts(queue, 4)\n"
+			   "if not (f[3] and ends[f[1]] <= clock() + " HANDOFF_MS " and\n"
+			   "        redis.call('EXISTS', list_of(f[1])) == 1) then\n"
+			   "  return 0\n"
+			   "end\n"
+			   "for i = 3, #f, 2 do wake_up(f[i]) end\n"
+			   "return #f / 2 - 1\n",
 };
 
 /*
@@ -1015,7 +1044,7 @@ struct script script_fence = {
 static struct script *const scripts[] = {
 	&script_acquire,   &script_renew,       &script_release, &script_sem_acquire,
 	&script_sem_renew, &script_sem_release, &script_query,   &script_shared_acquire,
-	&script_leave,     &script_fence,       &script_break,
+	&script_leave,     &script_fence,       &script_break,   &script_follow_up,
 };
 
 const struct kind kind_exclusive = { &script_acquire, &script_renew, &script_release };

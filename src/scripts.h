@@ -27,10 +27,11 @@ extern const struct kind kind_exclusive; /* a lock: a string at KEY */
 extern const struct kind kind_semaphore; /* --limit N: a sorted set of holders at KEY */
 extern const struct kind kind_shared;    /* --shared: the same, which a lock waits for */
 
-extern struct script script_query; /* who holds KEY, read-only */
-extern struct script script_fence; /* raises a fence counter */
-extern struct script script_leave; /* a waiter leaves the line */
-extern struct script script_break; /* --break: ends a lock on purpose */
+extern struct script script_query;     /* who holds KEY, read-only */
+extern struct script script_fence;     /* raises a fence counter */
+extern struct script script_leave;     /* a waiter leaves the line */
+extern struct script script_break;     /* --break: ends a lock on purpose */
+extern struct script script_follow_up; /* after a handoff: the next, if the first never came */
 
 /* Fills in the scripts' digests (computed at build time). */
 void scripts_init(void);

@@ -21,7 +21,7 @@ load helpers
 	assert_line --regexp '^\| `LOCK KEY -- true`, median of 20 \| [0-9.]+ ms \| [0-9.]+ ms \| [0-9.]+× \|'
 	assert_line --regexp '^\| shared counter after 40 sections \| 40 \| 40 \|'
 	assert_line --regexp '^\| Redis commands sent per section \| \| [0-9.]+ \|'
-	assert_line --regexp '^Commands sent in the contended run: EVALSHA [0-9]+, BLPOP [0-9]+\.$'
+	assert_line --regexp '^Commands sent in the contended run: EVALSHA [0-9]+, (EVAL [0-9]+, )?BLPOP [0-9]+\.$'
 	# a semaphore, as a ratio to the lock in the same run, never more inside than its limit
 	assert_line --regexp '^\| 4 workers × 10 under `--limit 4`: sections/s \| \| [0-9]+ \| [0-9.]+× a lock \([0-9]+\); at most [1-4] inside at once \|'
 	# the executed commands and the server's CPU time, next to a plain pair's

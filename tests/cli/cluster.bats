@@ -63,6 +63,33 @@ moved_on() {
 	done
 }
 
+@test "a waiter killed at the front of the line holds the one behind it back a moment, not a lease" {
+	local m key url holder killed behind
+	m=$(cluster_masters | head -1)
+	key=$(key_on "$m")
+	url="redis://127.0.0.1:$(redis_port "$m")"
+	"$RR" -r "$url" -t 1h "$key" -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	"$RR" -r "$url" "$key" -- touch "$dir/ran.killed" &
+	killed=$!
+	wait_until 10 test "$(rcli_on "$m" zcard "{$key}:waiting")" = 1
+	# (Its -w only ends it, should the scenario fail: the wait_until below comes first.)
+	"$RR" -r "$url" -w 45s "$key" -- touch "$dir/ran.behind" &
+	behind=$!
+	wait_until 10 test "$(rcli_on "$m" zcard "{$key}:waiting")" = 2
+	kill -KILL "$killed"
+	reap "$killed"
+	assert_equal "$status" 137
+	# Its attempt does not wait behind its BLPOP on a cluster: the release asks whether the
+	# wake-up was taken, not whether the lock was.
+	touch "$dir/go"
+	reap_ok "$holder"
+	wait_until 30 test -e "$dir/ran.behind"
+	reap_ok "$behind"
+	[ ! -e "$dir/ran.killed" ]
+}
+
 @test "--status through a seed names the slot's owner" {
 	local m key seed
 	m=$(cluster_masters | head -1)

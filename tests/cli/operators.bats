@@ -395,19 +395,20 @@ hold_with_line() {
 	done
 }
 
-@test "a waiter killed at the front: --status says who is next and not woken; --break wakes past it" {
+@test "waiters killed at the front: --status says who is next and not woken; --break wakes past them" {
 	local mode a b fence
 	for mode in release break stalled-break; do
 		rm -f "$dir/go" "$dir/b-fence" "$dir/held"
-		hold_with_line 1
-		a=${line[0]}
-		join_line 2 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+		# Four: the release's follow-up wakes the three behind the first it woke.
+		hold_with_line 4
+		join_line 5 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
 		b=$waiter
-		kill -KILL "$a"
-		reap "$a"
+		kill -KILL "${line[@]}"
+		for a in "${line[@]}"; do reap "$a"; done
 		if [[ $mode != break ]]; then
-			# The release wakes the killed waiter, which never comes: once the handoff's
-			# time given to it is over, the lock is free and the next has not been woken.
+			# The release wakes the first killed waiter, and a round trip later the three
+			# behind it, which never come: once the handoff's time given to them is over,
+			# the lock is free and the next has not been woken.
 			touch "$dir/go"
 			reap "$holder"
 			stalled() {
@@ -477,16 +478,15 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	reap_ok "$kept"
 }
 
-@test "two waiters killed at the front: --status names the next one alive; a run asking gets the line past them" {
-	local a1 a2 b fence
-	hold_with_line 2
-	a1=${line[0]} a2=${line[1]}
-	join_line 3 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+@test "five waiters killed at the front: --status names the next one alive; a run asking gets the line past them" {
+	local a b fence
+	hold_with_line 5
+	join_line 6 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
 	b=$waiter
-	kill -KILL "$a1" "$a2"
-	reap "$a1"
-	reap "$a2"
-	# The release wakes the first, which never comes; the second was never woken.
+	kill -KILL "${line[@]}"
+	for a in "${line[@]}"; do reap "$a"; done
+	# The release wakes the first, and its follow-up the three behind it, which never come;
+	# the fifth was never woken.
 	touch "$dir/go"
 	reap "$holder"
 	stalled() {
