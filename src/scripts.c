@@ -861,16 +861,17 @@ static struct script script_sem_release = {
  * three waiters after it, each blocked until the lease it waited out would have ended, are woken
  * now, and given a handoff's time as it was (see wake_up in LINE): the first of them that lives
  * passes it and the others killed with it (a CI job cancelled whole) a handoff later. Returns
- * how many it woke.
+ * how many it woke. (Where the first came, two commands: the first in line, and its wake-up
+ * gone. Its place over meanwhile, the next ones are woken, it left the line.)
  */
 struct script script_follow_up = {
-	.text = CLOCK LINE "local f = firsts(queue, 4)\n"
-			   "if not (f[3] and ends[f[1]] <= clock() + " HANDOFF_MS " and\n"
-			   "        redis.call('EXISTS', list_of(f[1])) == 1) then\n"
-			   "  return 0\n"
-			   "end\n"
-			   "for i = 3, #f, 2 do wake_up(f[i]) end\n"
-			   "return #f / 2 - 1\n",
+	.text = CLOCK LINE "local first = redis.call('ZRANGE', queue, 0, 0)[1]\n"
+			   "if not first or redis.call('EXISTS', list_of(first)) == 0 then return 0 end\n"
+			   "local f = firsts(queue, 4)\n"
+			   "local from = f[1] == first and 3 or 1\n"
+			   "if from == 3 and ends[first] > clock() + " HANDOFF_MS " then return 0 end\n"
+			   "for i = from, #f, 2 do wake_up(f[i]) end\n"
+			   "return (#f - from + 1) / 2\n",
 };
 
 /*
