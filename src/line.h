@@ -47,7 +47,7 @@ void line_leave(struct lock *l, struct nodes *ns, const struct round *rd);
  * waiter has taken its turn, unless it was killed outright (or was not blocked as it came);
  * then the next few are woken (script_follow_up), and the first of them that lives passes it a
  * handoff later, rather than sleeping until the lease it waited out would have ended. Best
- * effort: it waits for the answer a second at most, and not at all after a signal.
+ * effort: it waits for the answer a second at most (the exit waits for it, a round trip).
  */
 void line_follow_up(struct lock *l, struct nodes *ns, int intr_fd);
 

@@ -325,7 +325,7 @@
 	"      if s[1] and s[2] < x[i + 1] then break end\n"                                       \
 	"      wake_up(x[i])\n"                                                                    \
 	"    end\n"                                                                                \
-	"    return x[2 * room + 1] ~= nil\n"                                                      \
+	"    return x[2 * room + 1] ~= nil or s[1] ~= nil\n"                                       \
 	"  elseif s[1] then\n"                                                                     \
 	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
 	"        x[1] and '(' .. string.format('%.0f', x[2]) or '+inf')) do\n"                     \
@@ -651,7 +651,7 @@ static struct script script_release = {
 		"else\n"
 		"  redis.call('DEL', KEYS[1])\n"
 		"end\n"
-		"return wake_next(1) and keep == 0 and 2 or 1\n",
+		"return wake_next(1) and 2 or 1\n",
 };
 
 /*
@@ -845,11 +845,14 @@ static struct script script_sem_renew = {
  * exclusive waiter while other shared holders remain: it then waits again, for the lease that
  * ends last. (The line cannot tell holders from places kept by --min-hold: waking only when
  * none is left would leave a waiter blocked on a place kept after the last holder went.)
+ * Returns 1, or 2 as the lock's release does, but not where shared holders remain (the waiter
+ * woken does not take its turn then, dead or alive).
  */
 static struct script script_sem_release = {
 	.gives_back = true,
 	.text = LEAVE_PLACE
-	"return wake_next(n and math.max(n - live, 1) or 1) and keep == 0 and 2 or 1\n",
+	"local woke = wake_next(n and math.max(n - live, 1) or 1)\n"
+	"return woke and (n or live == 0) and 2 or 1\n",
 };
 
 /*
@@ -859,10 +862,11 @@ static struct script script_sem_release = {
  * line.c). Its wake-up still there, and it still first, with no more than a handoff's time left
  * to its place, it did not (killed outright, most likely; or not blocked at that moment). The
  * three waiters after it, each blocked until the lease it waited out would have ended, are woken
- * now, and given a handoff's time as it was (see wake_up in LINE): the first of them that lives
- * passes it and the others killed with it (a CI job cancelled whole) a handoff later. Returns
- * how many it woke. (Where the first came, two commands: the first in line, and its wake-up
- * gone. Its place over meanwhile, the next ones are woken, it left the line.)
+ * now, and given a handoff's time as it was (see wake_up in LINE), and so are the shared
+ * waiters that came before the next of them: the first of them that lives passes it and the
+ * others killed with it (a CI job cancelled whole) a handoff later. Returns how many it woke.
+ * (Where the first came, two commands: the first in line, and its wake-up gone. Its place over
+ * meanwhile, the next ones are woken, it left the line.)
  */
 struct script script_follow_up = {
 	.text = CLOCK LINE "local first = redis.call('ZRANGE', queue, 0, 0)[1]\n"
@@ -870,8 +874,17 @@ struct script script_follow_up = {
 			   "local f = firsts(queue, 4)\n"
 			   "local from = f[1] == first and 3 or 1\n"
 			   "if from == 3 and ends[first] > clock() + " HANDOFF_MS " then return 0 end\n"
-			   "for i = from, #f, 2 do wake_up(f[i]) end\n"
-			   "return (#f - from + 1) / 2\n",
+			   "local n, next_at = 0, f[from + 1]\n"
+			   "for i = from, #f, 2 do\n"
+			   "  wake_up(f[i])\n"
+			   "  n = n + 1\n"
+			   "end\n"
+			   "for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"
+			   "    next_at and '(' .. string.format('%.0f', next_at) or '+inf')) do\n"
+			   "  push(list_of(w))\n"
+			   "  n = n + 1\n"
+			   "end\n"
+			   "return n\n",
 };
 
 /*

@@ -159,7 +159,22 @@ teardown() {
 	assert_equal "$(find "$dir" -name 'ran.stays.*' | wc -l)" 3
 	assert_equal "$(find "$dir" -name 'ran.shared.*' | wc -l)" 3
 	assert_equal "$(find "$dir" -name 'ran.killed.*' -o -name 'ran.termed.*' -o -name 'ran.timed-out' | wc -l)" 0
-	wait_until 10 no_keys_but_fences
+	# Nothing is left but the fence counter, and, when the last in line was a killed waiter
+	# (the last release woke it, and it never came), its places: in the arrival order for
+	# the hour such a queue lasts, among the places for as long as the longest did, and its
+	# wake-up for a second.
+	local dead=":(${killed[1]}|${killed[2]}|${killed[3]})\$"
+	only_the_dead_left() {
+		local key
+		for key in $(keys_but_fences); do
+			case $key in
+			'{job}:queue' | '{job}:waiting') ! rcli zrange "$key" 0 -1 | grep -vE "$dead" ;;
+			'{job}:wake:'*) [[ $key =~ $dead ]] ;;
+			*) false ;;
+			esac || return 1
+		done
+	}
+	wait_until 10 only_the_dead_left
 }
 
 @test "waiters killed at the front of a semaphore's line hold its places back a moment, not for ever" {
@@ -198,11 +213,14 @@ teardown() {
 
 # killed_at_front N OPTION...: a holder with an hour's lease, N waiters killed outright at the
 # front of the line, one behind them; the holder ends. The one behind gets its turn a handoff
-# after the killed ones', not as the lease it waited out (an hour) would have ended.
+# after the killed ones', not as the lease it waited out (an hour) would have ended. The
+# holder also has the options in the array holder_opts, the one behind those in behind_opts.
+holder_opts=() behind_opts=()
 killed_at_front() {
 	local i n=$1 killed=()
 	shift
-	"$RR" -t 1h "$@" job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	"$RR" -t 1h "${holder_opts[@]}" "$@" job \
+		-c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	for ((i = 1; i <= n; i++)); do
@@ -210,7 +228,7 @@ killed_at_front() {
 		killed+=($!)
 		wait_until 10 in_line "$i"
 	done
-	"$RR" "$@" job -- touch "$dir/ran.behind" &
+	"$RR" "${behind_opts[@]}" "$@" job -- touch "$dir/ran.behind" &
 	behind=$!
 	wait_until 10 in_line $((n + 1))
 	kill -KILL "${killed[@]}"
@@ -231,6 +249,16 @@ killed_at_front() {
 
 @test "so do two killed there together, as a CI job cancelled whole" {
 	killed_at_front 2
+}
+
+@test "so behind a lock that --min-hold keeps after its command" {
+	holder_opts=(--min-hold 8s)
+	killed_at_front 1
+}
+
+@test "so for a shared waiter behind an exclusive one" {
+	behind_opts=(-s)
+	killed_at_front 1
 }
 
 @test "so in a semaphore's line" {
