@@ -67,6 +67,20 @@ tell_quorum(const struct lock *l, const struct nodes *ns)
 		 duration_format(l->valid_until - clock_now(), left, sizeof(left)));
 }
 
+/* Whether the waiter first in line, in l->holder, ran on this host and is gone: killed outright,
+ * it could not leave the line. */
+static bool
+first_gone(const struct lock *l)
+{
+	char here[256] = "";
+	const char *process;
+
+	if (gethostname(here, sizeof(here) - 1) < 0)
+		return false;
+	process = lock_value_process(l->holder, here);
+	return process && strcmp(process, "gone") == 0;
+}
+
 /* Takes the lock, or exits: 75 (or -E) when it is held, 69 when Redis cannot be used (71
  * when what failed was ours: out of file descriptors), 128+N by signal N while waiting. The guard
  * readied for the command is sent away first. */
@@ -96,10 +110,15 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 		case LOCK_BUSY:
 			duration_format(clock_now() - start, buf, sizeof(buf));
 			if (l->holder[0] && l->holder_waits)
-				msg_info("%s is free, but %s is in line for it first; "
+				msg_info("%s is free, but %s is in line for it first%s; "
 					 "giving up after %s",
 					 l->key,
 					 lock_describe_holder(l->holder, holder, sizeof(holder)),
+					 msg_verbose() && first_gone(l)
+						 ? " (gone: killed outright, it could not leave "
+						   "the line; passed over now, it loses its turn "
+						   "within a second)"
+						 : "",
 					 buf);
 			else if (l->holder[0])
 				msg_info("%s is held by %s; giving up after %s", l->key,

@@ -478,6 +478,26 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	reap_ok "$kept"
 }
 
+@test "-n behind a waiter killed in line: -v says it is gone, passed over; the next run gets the lock" {
+	"$RR" -t 1h job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -e "$dir/held"
+	join_line 1 -- true
+	local dead=$waiter
+	kill -KILL "$dead"
+	reap "$dead"
+	# Deleted by hand: the lock is free, and a killed waiter is first in line for an hour.
+	rcli del job >/dev/null
+	run -75 --separate-stderr "$RR" -v -n job -- echo never
+	local said=$stderr
+	run -0 "$RR" -w 30s job -- echo ran
+	assert_output ran
+	touch "$dir/go"
+	reap "$holder"
+	assert_equal "$status" 76
+	[[ $said == *"job is free, but $(hostname):$dead is in line for it first (gone: killed outright, it could not leave the line; passed over now, it loses its turn within a second); giving up after "* ]]
+}
+
 @test "five waiters killed at the front: --status names the next one alive; a run asking gets the line past them" {
 	local a b fence
 	hold_with_line 5
