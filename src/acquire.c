@@ -560,6 +560,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 					nodes_hold(ns, i, rd->lease[i]);
 			l->valid_until = valid;
 			l->acquired_at = rd->start;
+			l->held_since = clock_now();
 			return ATTEMPT_ACQUIRED;
 		}
 		give_back(l, ns, rd);

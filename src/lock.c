@@ -864,7 +864,7 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 int64_t
 lock_hold_left(const struct lock *l, int64_t now)
 {
-	return l->min_hold ? time_max(0, time_add(l->acquired_at, l->min_hold) - now) : 0;
+	return l->min_hold ? time_max(0, time_add(l->held_since, l->min_hold) - now) : 0;
 }
 
 /* What the answers to a release have said so far (see lock_release). */

@@ -47,14 +47,18 @@ struct lock {
 				     * a node acknowledged it (see nodes_replicas), */
 	int64_t replicas_timeout;   /* waiting this long at most (ns) */
 	int64_t min_hold;           /* the release leaves the lock taken until this long after
-				     * acquired_at (--min-hold), or 0 */
+				     * held_since (--min-hold), or 0 */
 	int limit;                  /* up to this many holders at once (--limit): a semaphore
 				     * when more than 1 */
 	bool shared;                /* any number of shared holders, or one exclusive (--shared) */
 	long long holders;          /* once acquired: how many held it then, us included (a
 				     * semaphore or shared lock) */
 	long long fence;            /* once acquired: this acquisition's fencing number */
-	int64_t acquired_at;        /* once acquired: when the winning requests were sent */
+	int64_t acquired_at;        /* once acquired: when the winning requests were sent (the
+				     * lease counts from there) */
+	int64_t held_since;         /* once acquired: when their answers said it was ours
+				     * (--min-hold and --max-hold count from there: a request
+				     * queued behind a wait was sent as the wait began) */
 	int64_t valid_until;        /* once acquired: when the lease ends on a quorum (as the last
 				     * renewal left it, for the release) */
 	int64_t answered_at;        /* when the answer to the last release came */

@@ -406,7 +406,7 @@ main(int argc, char *argv[])
 		.asked = asked,
 	});
 	msg_info("done after %s: exit status %d",
-		 duration_format(clock_now() - lock.acquired_at, err, sizeof(err)), out.status);
+		 duration_format(clock_now() - lock.held_since, err, sizeof(err)), out.status);
 	child_finish(&child, out.forwarded ? 0 : out.signal);
 	/* A renewal racing the release is harmless (both compare the token): the watchdog is
 	 * told to stop, and waited for only once the lock is given back. One that would undo

@@ -478,7 +478,7 @@ supervise(const struct supervision *s)
 		.renewed_at = s->lock->acquired_at,
 		.lease_end = s->lock->valid_until,
 		.max_hold_at =
-			s->max_hold ? time_add(s->lock->acquired_at, s->max_hold) : TIME_NEVER,
+			s->max_hold ? time_add(s->lock->held_since, s->max_hold) : TIME_NEVER,
 		.kill_at = TIME_NEVER,
 	};
 	int timer = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -35,6 +35,30 @@ setup() { main_server_reset; }
 	assert_output after
 }
 
+@test "--max-hold and --min-hold of a waiter count from when it got the lock, not from its wait" {
+	local t0 until
+	"$RR" job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	local holder=$!
+	wait_until 5 test -e "$dir/held"
+	# Both wait longer than their holds: their attempts were queued as the wait began.
+	"$RR" --max-hold 2s job -- echo ran >"$dir/max.out" &
+	local max=$!
+	"$RR" --min-hold 60s job -- true &
+	local min=$!
+	wait_until 10 eval '(($(rcli zcard "{job}:waiting") == 2))'
+	until=$(($(now_ms) + 3000))
+	past() { (($(now_ms) > until)); }
+	wait_until 10 past
+	# The server's clock as the holder is let go: both got the lock after it.
+	local s us
+	{ read -r s && read -r us; } < <(rcli time)
+	touch "$dir/go"
+	reap_ok "$holder" "$max" "$min"
+	assert_equal "$(cat "$dir/max.out")" ran
+	# Kept for the minute after the lock was its (its wait began 3s before).
+	(($(rcli pexpiretime job) >= s * 1000 + us / 1000 + 60000))
+}
+
 @test "--min-hold: a waiter that blocked on the holder's whole lease gets the lock as it ends" {
 	local t0
 	t0=$(now_ms)

@@ -157,6 +157,7 @@ main(void)
 	fence = a.fence;
 	CHECK(atoi(redis_fixture_call(admin, "PTTL", "{job}:fence", NULL)) > 3590000);
 	CHECK(a.acquired_at > 0);
+	CHECK(a.held_since >= a.acquired_at);
 	CHECK_STR(redis_fixture_call(admin, "GET", "job", NULL), a.value);
 	snprintf(pttl, sizeof(pttl), "%s", redis_fixture_call(admin, "PTTL", "job", NULL));
 	CHECK(atoi(pttl) > 9000 && atoi(pttl) <= 10000);
