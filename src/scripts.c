@@ -331,6 +331,7 @@
 	"        x[1] and '(' .. string.format('%.0f', x[2]) or '+inf')) do\n"                     \
 	"      push(list_of(w))\n"                                                                 \
 	"    end\n"                                                                                \
+	"    return x[1] ~= nil\n"                                                                 \
 	"  else\n"                                                                                 \
 	"    local t = clock()\n"                                                                   \
 	"    redis.call('ZREMRANGEBYSCORE', places, -t, t)\n"                                      \
@@ -865,14 +866,24 @@ static struct script script_sem_release = {
  * now, and given a handoff's time as it was (see wake_up in LINE), and so are the shared
  * waiters that came before the next of them: the first of them that lives passes it and the
  * others killed with it (a CI job cancelled whole) a handoff later. Returns how many it woke.
- * (Where the first came, two commands: the first in line, and its wake-up gone. Its place over
- * meanwhile, the next ones are woken, it left the line.)
+ * (Where the first came, three commands: the first in line, its wake-up gone, and no shared
+ * waiter before it. Its place over meanwhile, the next ones are woken, it left the line.) Where
+ * the release woke shared waiters, the first of them that did not take its wake-up has the
+ * exclusive waiters after them woken: the first of those that lives passes it a handoff later.
  */
 struct script script_follow_up = {
-	.text = CLOCK LINE "local first = redis.call('ZRANGE', queue, 0, 0)[1]\n"
-			   "if not first or redis.call('EXISTS', list_of(first)) == 0 then return 0 end\n"
+	.text = CLOCK LINE "local x = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')\n"
+			   "local first = x[1]\n"
+			   "if not (first and redis.call('EXISTS', list_of(first)) == 1) then\n"
+			   "  local s = redis.call('ZRANGE', queue .. '-shared', 0, 0, 'WITHSCORES')\n"
+			   "  if not (first and s[1] and tonumber(s[2]) < tonumber(x[2]) and\n"
+			   "          redis.call('EXISTS', list_of(s[1])) == 1) then\n"
+			   "    return 0\n"
+			   "  end\n"
+			   "  first = nil\n"
+			   "end\n"
 			   "local f = firsts(queue, 4)\n"
-			   "local from = f[1] == first and 3 or 1\n"
+			   "local from = first and f[1] == first and 3 or 1\n"
 			   "if from == 3 and ends[first] > clock() + " HANDOFF_MS " then return 0 end\n"
 			   "local n, next_at = 0, f[from + 1]\n"
 			   "for i = from, #f, 2 do\n"

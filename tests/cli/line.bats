@@ -214,8 +214,9 @@ teardown() {
 # killed_at_front N OPTION...: a holder with an hour's lease, N waiters killed outright at the
 # front of the line, one behind them; the holder ends. The one behind gets its turn a handoff
 # after the killed ones', not as the lease it waited out (an hour) would have ended. The
-# holder also has the options in the array holder_opts, the one behind those in behind_opts.
-holder_opts=() behind_opts=()
+# holder also has the options in the array holder_opts, the killed ones those in killed_opts,
+# the one behind those in behind_opts.
+holder_opts=() killed_opts=() behind_opts=()
 killed_at_front() {
 	local i n=$1 killed=()
 	shift
@@ -224,7 +225,7 @@ killed_at_front() {
 	holder=$!
 	wait_until 5 test -s "$dir/ready"
 	for ((i = 1; i <= n; i++)); do
-		"$RR" "$@" job -- touch "$dir/ran.killed" &
+		"$RR" "${killed_opts[@]}" "$@" job -- touch "$dir/ran.killed" &
 		killed+=($!)
 		wait_until 10 in_line "$i"
 	done
@@ -258,6 +259,11 @@ killed_at_front() {
 
 @test "so for a shared waiter behind an exclusive one" {
 	behind_opts=(-s)
+	killed_at_front 1
+}
+
+@test "so for an exclusive waiter behind a killed shared one" {
+	killed_opts=(-s)
 	killed_at_front 1
 }
 
