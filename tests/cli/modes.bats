@@ -41,8 +41,10 @@ setup() { main_server_reset; }
 	local holder=$!
 	wait_until 5 test -e "$dir/held"
 	# Both wait longer than their holds: their attempts were queued as the wait began.
+	# In this order: the one that keeps the lock for a minute goes last.
 	"$RR" --max-hold 2s job -- echo ran >"$dir/max.out" &
 	local max=$!
+	wait_until 10 eval '(($(rcli zcard "{job}:waiting") == 1))'
 	"$RR" --min-hold 60s job -- true &
 	local min=$!
 	wait_until 10 eval '(($(rcli zcard "{job}:waiting") == 2))'
