@@ -3,7 +3,8 @@
  * others hold the lock. The acquire script puts it in line where it finds KEY held; here it
  * blocks on the wake lists a release pushes to (on one plain server with its next attempt
  * queued behind, see line_wait), and leaves the line where it stops waiting. Private to
- * acquire.c, which makes the attempts; what the lock's rooms share is in acquisition.h.
+ * acquire.c, which makes the attempts, and to lock.c, whose release asks after the waiter it
+ * woke (line_follow_up); what the lock's rooms share is in acquisition.h.
  */
 #ifndef REDLOCK_LINE_H
 #define REDLOCK_LINE_H

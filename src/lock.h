@@ -25,7 +25,6 @@ struct lock {
 	char *shared_wake_key;      /* the list that wakes shared waiters */
 	char *queue_key;            /* the line's arrival order (see LINE in scripts.c) */
 	char *own_wake_key;         /* the list that wakes us in an ordered line: wake_key:value */
-	bool handed_over;           /* our release woke the first waiter of an ordered line */
 	char *broken_key;           /* what others did to whom: --break, --queue latest, and
 				     * --cancel-running write it, for the runs they ended */
 	char value[LOCK_VALUE_MAX]; /* "<uuid>:<hostname>:<pid>", the token stored at KEY, and
@@ -62,6 +61,8 @@ struct lock {
 	int64_t valid_until;        /* once acquired: when the lease ends on a quorum (as the last
 				     * renewal left it, for the release) */
 	int64_t answered_at;        /* when the answer to the last release came */
+	bool handed_over;           /* it woke the first waiter of an ordered line, with others
+				     * behind it (see line_follow_up) */
 	char holder[LOCK_HOLDER_MAX]; /* who else held KEY when we last found it busy */
 	int64_t holder_ttl;           /* and how long until a quorum is free (ns; -1: never) */
 	bool holder_waits;            /* holder is a waiter in line before us, not a holder */
