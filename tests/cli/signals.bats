@@ -513,14 +513,25 @@ bg_reader() {
 @test "in an orphaned job, a command stopped at the terminal stays stopped, said once, and SIGTERM ends it" {
 	interactive_shell
 	# (...&): the subshell leaves at once, and redlock-run's group is orphaned, which no stop
-	# can stop: the command's group is not, and its read of the terminal stops it.
+	# can stop: the command's group is not, and its read of the terminal stops it. (It reads
+	# once the subshell has gone, which a loaded machine may delay.)
 	printf '(%q job -- sh -c %q 2>%q &)\n' "$RR" \
-		"echo \$\$ > $dir/command; read -r line </dev/tty; echo \"got:\$line\" > $dir/got" \
+		"echo \$\$ > $dir/command; until [ -e $dir/go ]; do sleep 0.05; done
+		read -r line </dev/tty; echo \"got:\$line\" > $dir/got" \
 		"$dir/err" >&4
 	wait_until 5 test -s "$dir/command"
 	command=$(cat "$dir/command")
-	wait_until 5 grep -q 'in a job that nothing can continue' "$dir/err"
 	rr=$(ps -o ppid= -p "$command" | tr -d ' ')
+	local bash_pid
+	bash_pid=$(pgrep -P "$shell" | head -1)
+	orphaned() {
+		local p
+		p=$(ps -o ppid= -p "$rr" | tr -d ' ')
+		[[ -n $p && $(ps -o ppid= -p "$p" | tr -d ' ') != "$bash_pid" ]]
+	}
+	wait_until 10 orphaned
+	touch "$dir/go"
+	wait_until 5 grep -q 'in a job that nothing can continue' "$dir/err"
 	assert_equal "$(state "$command")" T
 	assert_equal "$(grep -c 'nothing can continue' "$dir/err")" 1
 	kill -TERM "$rr"
