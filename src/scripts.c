@@ -249,7 +249,8 @@
  * KEYS[3], in KEY's hash slot like every other key.)
  *
  * `wake_up(w)`: pushes to w's wake list, and leaves w a handoff's time to come (its place ends
- * then, unless it comes or looks again).
+ * then, unless it comes or looks again). `wake_shared_before(at)`: wakes the shared waiters that
+ * came before `at` (µs; all of them when nil), and says how many.
  *
  * `pass(w)`: a contender that finds a place free but waiter w before it wakes w and leaves it a
  * handoff's time to come, as a release does (one killed is so passed over a second later, rather
@@ -317,6 +318,12 @@
 	"    redis.call('ZADD', places, 'XX', clock() + " HANDOFF_MS ", w)\n"                       \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
+	"local function wake_shared_before(at)\n"                                                  \
+	"  local ws = redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"                   \
+	"    at and '(' .. string.format('%.0f', at) or '+inf')\n"                                 \
+	"  for _, w in ipairs(ws) do push(list_of(w)) end\n"                                       \
+	"  return #ws\n"                                                                           \
+	"end\n"                                                                                    \
 	"local function wake_next(room)\n"                                                         \
 	"  if redis.call('EXISTS', places) == 0 then return end\n"                                 \
 	"  local x, s = firsts(queue, room + 1), firsts(queue .. '-shared', 1)\n"                  \
@@ -327,10 +334,7 @@
 	"    end\n"                                                                                \
 	"    return x[2 * room + 1] ~= nil or s[1] ~= nil\n"                                       \
 	"  elseif s[1] then\n"                                                                     \
-	"    for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"         \
-	"        x[1] and '(' .. string.format('%.0f', x[2]) or '+inf')) do\n"                     \
-	"      push(list_of(w))\n"                                                                 \
-	"    end\n"                                                                                \
+	"    wake_shared_before(x[2])\n"                                                           \
 	"    return x[1] ~= nil\n"                                                                 \
 	"  else\n"                                                                                 \
 	"    local t = clock()\n"                                                                   \
@@ -885,17 +889,8 @@ struct script script_follow_up = {
 			   "local f = firsts(queue, 4)\n"
 			   "local from = first and f[1] == first and 3 or 1\n"
 			   "if from == 3 and ends[first] > clock() + " HANDOFF_MS " then return 0 end\n"
-			   "local n, next_at = 0, f[from + 1]\n"
-			   "for i = from, #f, 2 do\n"
-			   "  wake_up(f[i])\n"
-			   "  n = n + 1\n"
-			   "end\n"
-			   "for _, w in ipairs(redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"
-			   "    next_at and '(' .. string.format('%.0f', next_at) or '+inf')) do\n"
-			   "  push(list_of(w))\n"
-			   "  n = n + 1\n"
-			   "end\n"
-			   "return n\n",
+			   "for i = from, #f, 2 do wake_up(f[i]) end\n"
+			   "return (#f - from + 1) / 2 + wake_shared_before(f[from + 1])\n",
 };
 
 /*
