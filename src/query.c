@@ -124,6 +124,18 @@ query_process_mark(const char *process)
 	return gone(process) ? " (gone)" : stopped(process) ? " (stopped)" : "";
 }
 
+/* Whether the lock has room now for the i-th waiter: a free place of a semaphore, a lock no one
+ * holds, or a shared waiter beside shared holders. */
+static bool
+room_for(const struct lock_state *st, size_t i)
+{
+	if (st->limit > 0)
+		return st->holders < (size_t)st->limit;
+	if (st->shared)
+		return !st->holders || st->waiter[i].shared;
+	return !st->held;
+}
+
 int64_t
 query_stalled(const struct lock_state *st, size_t *next)
 {
@@ -132,7 +144,7 @@ query_stalled(const struct lock_state *st, size_t *next)
 	while (i < st->nwaiters && gone(st->waiter[i].process))
 		i++;
 	*next = i;
-	if (!st->held && !st->holders && st->ordered && i < st->nwaiters &&
+	if (st->ordered && i < st->nwaiters && room_for(st, i) &&
 	    st->waiter[i].place > LOCK_HANDOFF)
 		return st->waiter[i].place;
 	return -1;

@@ -89,9 +89,10 @@ void query_print_json(FILE *out, const struct status *s);
 /* " (gone)" or " (stopped)" after a holder or a waiter on this host, as lock_value_process
  * tells of its process; "" otherwise. */
 const char *query_process_mark(const char *process);
-/* Free, and the first in line that is not gone (*next; those before it were killed outright)
- * was not woken (a release gives the one it wakes a handoff's time): it takes the lock when it
- * looks again, within the time this returns; -1 when the line is not held back so. */
+/* There is room for the first in line that is not gone (*next; those before it were killed
+ * outright): the lock is free, a semaphore has a free place, or it and the holders are shared;
+ * and it was not woken (a release gives the one it wakes a handoff's time): it takes the lock
+ * when it looks again, within the time this returns; -1 when the line is not held back so. */
 int64_t query_stalled(const struct lock_state *st, size_t *next);
 /* The sentence of --status, with one line per node when there are several, and a warning line
  * for each server that can evict locks. */

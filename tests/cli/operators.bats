@@ -527,8 +527,8 @@ assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
 	((fence / 1000 < expires))
 }
 
-@test "waiters killed at the front of a semaphore's line: a run that asks passes them over" {
-	local i a1 a2 b newcomer fence
+@test "waiters killed at the front of a semaphore's line: --status says the next is not woken; a run that asks passes them over" {
+	local i a b newcomer fence
 	for i in 1 2; do
 		"$RR" -t 30s --limit 2 job -c "touch $dir/held$i; until [ -e $dir/go$i ]; do sleep 0.05; done" &
 		eval "local h$i=\$!"
@@ -536,18 +536,28 @@ assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
 	done
 	expires=$(rcli pexpiretime job)
 	line_opts=(--limit 2)
-	join_line 1 -- true
-	a1=$waiter
-	join_line 2 -- true
-	a2=$waiter
-	join_line 3 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
+	line=()
+	for i in 1 2 3 4; do
+		join_line "$i" -- true
+		line+=("$waiter")
+	done
+	join_line 5 -c "echo \$REDLOCK_FENCE > $dir/b-fence"
 	b=$waiter
-	kill -KILL "$a1" "$a2"
-	reap "$a1"
-	reap "$a2"
-	# A place frees: the release wakes the first, which never comes; the second was never woken.
+	kill -KILL "${line[@]}"
+	for a in "${line[@]}"; do reap "$a"; done
+	# A place frees: the release wakes the first, and its follow-up the three behind it, which
+	# never come; the fifth was never woken. --status says so, though a holder remains.
 	touch "$dir/go1"
 	reap_ok "$h1"
+	stalled() {
+		run -0 "$RR" --status job
+		[[ $output == *"next: $(hostname):$b, not woken, behind 4 gone; it takes the lock when it looks again, within "* ]]
+	}
+	wait_until 10 stalled
+	run -0 "$RR" --status --json job
+	python3 -c 'import json, sys
+o = json.loads(sys.argv[1])
+assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
 	# A run that asks wakes those before it and passes them when they do not come: the live
 	# waiter gets the free place long before the 30s lease it waited out.
 	"$RR" --limit 2 job -- true &
@@ -576,6 +586,25 @@ assert not o["held"] and o["stalled_ms"] > 1000, o' "$output"
 	reap_ok "$newcomer" "$s"
 	fence=$(cat "$dir/s-fence")
 	((fence / 1000 < expires))
+}
+
+@test "an exclusive waiter killed between shared holders and a shared waiter: --status says it is not woken" {
+	local x s
+	"$RR" -s -t 30s job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -e "$dir/held"
+	join_line 1 -- true
+	x=$waiter
+	line_opts=(-s)
+	join_line 2 -- true
+	s=$waiter
+	kill -KILL "$x"
+	reap "$x"
+	# The shared waiter could share the lock now, but no release came to wake it.
+	run -75 "$RR" --status job
+	assert_output --partial "next: $(hostname):$s, not woken, behind 1 gone; it takes the lock when it looks again, within "
+	touch "$dir/go"
+	reap_ok "$holder" "$s"
 }
 
 @test "--break of a server that is not Redis: 69, the reason, and no warning that it may still land" {
