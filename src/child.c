@@ -330,9 +330,12 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 			why = buf;
 		else
 			why = msg_strerror(exec_errno, buf, sizeof(buf));
-		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY. */
+		/* "redlock-run KEY -n -- cmd" runs "-n": options go before KEY; "redlock-run KEY --
+		 * -- cmd" runs the second "--". */
 		msg_error("cannot run %s: %s%s", argv[0][0] ? argv[0] : "''", why,
-			  argv[0][0] == '-' ? " (options go before KEY)" : "");
+			  strcmp(argv[0], "--") == 0 ? " (one '--' before COMMAND is enough)"
+			  : argv[0][0] == '-'        ? " (options go before KEY)"
+						     : "");
 	}
 	return 0;
 }

@@ -123,6 +123,8 @@ section() {
 @test "an option written after KEY is taken for COMMAND: 127, and the message says where options go" {
 	run -127 --separate-stderr "$RR" job -n -- true
 	assert_equal "$stderr" "redlock-run: cannot run -n: no such file or directory (options go before KEY)"
+	run -127 --separate-stderr "$RR" job -- -- true
+	assert_equal "$stderr" "redlock-run: cannot run --: no such file or directory (one '--' before COMMAND is enough)"
 }
 
 @test "a command that is not found gives 127, one that cannot be executed 126" {
