@@ -722,12 +722,12 @@ query_break(const struct opts *o)
 			free(key);
 			return STATUS_UNAVAILABLE;
 		}
-		if (!taken) {
-			printf("%s: nothing to break\n", shown);
-			free(key);
-			return 0;
-		}
-		if (!confirmed(shown)) {
+		/* Free: nothing to ask about, but its line is woken all the same (a stuck line is
+		 * what --status sends the user here for), and one who took it meanwhile is not
+		 * broken: no holder has this value. */
+		if (!taken)
+			snprintf(shown_holder, sizeof(shown_holder), "(free)");
+		else if (!confirmed(shown)) {
 			msg_error("%s: not broken", shown);
 			free(key);
 			return 1;

@@ -397,7 +397,7 @@ hold_with_line() {
 
 @test "waiters killed at the front: --status says who is next and not woken; --break wakes past them" {
 	local mode a b fence
-	for mode in release break stalled-break; do
+	for mode in release break stalled-break terminal; do
 		rm -f "$dir/go" "$dir/b-fence" "$dir/held"
 		# Four: the release's follow-up wakes the three behind the first it woke.
 		hold_with_line 4
@@ -433,6 +433,12 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 				# says that it is free, but not its turn.
 				run -75 --separate-stderr "$RR" -v -n job -- echo never
 				[[ $stderr == *"job is free, but $(hostname):$b is in line for it first; giving up after "* ]]
+			elif [[ $mode == terminal ]]; then
+				# On a terminal too, where it asks nothing of a free lock.
+				run -0 on_terminal y "$RR" --break job
+				assert_output --partial "next: $(hostname):$b, not woken"
+				assert_output --partial "job was free: nothing to break"
+				refute_output --partial "[y/N]"
 			else
 				# --break wakes the line of a free lock too.
 				run -0 "$RR" --break --yes job
