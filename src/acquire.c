@@ -577,7 +577,8 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			msg_info("%s; gave it back", l->error);
 		else
 			msg_warn("%s; gave it back (a server that far away needs a longer -t: ten "
-				 "times that, say)",
+				 "times that, say; one held up for a moment, frozen or busy, only "
+				 "delays the lock)",
 				 l->error);
 		q->late_told = true;
 		return ATTEMPT_LATE;

@@ -213,7 +213,7 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	refute_line --partial "A start"
 	assert_line --partial "B end"
 	run cat "$dir/a.err"
-	assert_line --regexp "^redlock-run: the grant of job came [0-9.]+m?s after the request, too late for a lease of 500ms; gave it back \(a server that far away needs a longer -t: ten times that, say\)$"
+	assert_line --regexp "^redlock-run: the grant of job came [0-9.]+m?s after the request, too late for a lease of 500ms; gave it back \(a server that far away needs a longer -t: ten times that, say; one held up for a moment, frozen or busy, only delays the lock\)$"
 }
 
 @test "a waiting contender gives a late grant back and waits its turn, even with --on-lost ignore" {
