@@ -232,6 +232,12 @@ conn_is_open(const struct conn *c)
 	return c->phase != PHASE_CLOSED;
 }
 
+int
+conn_fd(const struct conn *c)
+{
+	return c->phase == PHASE_OPEN ? c->fd : -1;
+}
+
 bool
 conn_is_ready(const struct conn *c)
 {

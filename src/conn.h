@@ -66,6 +66,8 @@ enum conn_result conn_open(struct conn *c, int64_t deadline, int intr_fd);
 bool conn_is_open(const struct conn *c);
 /* Open, and done with AUTH and SELECT: a command sent now goes out at once. */
 bool conn_is_ready(const struct conn *c);
+/* The socket of an open connection, for a poll that watches it; -1 otherwise. */
+int conn_fd(const struct conn *c);
 /* Closes c if the server hung up while it sat idle (nothing sent is lost then); true while
  * it is open. Costs one poll, no round trip. */
 bool conn_check(struct conn *c);

@@ -398,6 +398,7 @@ main(int argc, char *argv[])
 	out = supervise(&(struct supervision){
 		.child = &child,
 		.watchdog = wd,
+		.nodes = nodes,
 		.lock = &lock,
 		.signals = &sig,
 		.on_lost = o.on_lost,

@@ -1097,6 +1097,15 @@ nodes_watch(struct nodes *ns, int64_t until, int intr_fd, size_t *i)
 	return res;
 }
 
+int
+nodes_watch_fd(const struct nodes *ns)
+{
+	for (size_t j = 0; j < ns->n; j++)
+		if (!ns->node[j].asks && conn_fd(ns->node[j].conn) >= 0)
+			return conn_fd(ns->node[j].conn);
+	return -1;
+}
+
 static int
 later_first(const void *a, const void *b)
 {

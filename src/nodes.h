@@ -149,6 +149,9 @@ void nodes_open(struct nodes *ns, int64_t deadline, int intr_fd);
  * likely), with its node in *i; otherwise CONN_TIMEOUT or CONN_INTERRUPTED.
  */
 enum conn_result nodes_watch(struct nodes *ns, int64_t until, int intr_fd, size_t *i);
+/* The socket of the first connection that nodes_watch would watch, to poll beside other
+ * things (readable: nodes_watch then says what came); -1 when there is none. */
+int nodes_watch_fd(const struct nodes *ns);
 
 /* What each node holds for us: our lease there ends at until (our clock), or there is none. */
 void nodes_hold(struct nodes *ns, size_t i, int64_t until);

@@ -333,6 +333,21 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 }
 
+/* The connection the lock was taken on became readable while the watchdog is not running yet:
+ * when its server closed it (it restarted, and may have lost the lock while the command runs on
+ * under it), the first renewal is made at once instead of a third of the lease later. */
+static void
+watch_server(const struct supervision *s)
+{
+	size_t i;
+
+	if (nodes_watch(s->nodes, clock_now() + NS_PER_MS, -1, &i) != CONN_OK)
+		return;
+	msg_info("%s closed the connection %s was taken on: renewing it now",
+		 nodes_address(s->nodes, i), s->lock->key);
+	watchdog_hurry(s->watchdog);
+}
+
 /* Whether a stop may reach the command's group that its process cannot follow (see
  * child_stop_held): Ctrl-Z, when the group has the terminal, or a SIGTSTP passed on to it. */
 static bool
@@ -490,11 +505,13 @@ supervise(const struct supervision *s)
 	signals_take_cont(s->signals);
 	reap(s, &st);
 	for (;;) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ s->signals->fd, POLLIN, 0 },
 			{ watchdog_fd(s->watchdog), POLLIN, 0 },
 			{ timer, POLLIN, 0 },
 			{ s->signals->cont_fd, POLLIN, 0 },
+			{ watchdog_due(s->watchdog) == TIME_NEVER ? -1 : nodes_watch_fd(s->nodes),
+			  POLLIN, 0 },
 		};
 		int64_t now, next;
 		struct watchdog_event ev;
@@ -528,7 +545,7 @@ supervise(const struct supervision *s)
 				its.it_value = clock_timespec(time_max(next, 1));
 			timerfd_settime(timer, TFD_TIMER_ABSTIME, &its, NULL);
 		}
-		if (poll(p, 4, poll_timeout(timer, next)) < 0 && errno != EINTR) {
+		if (poll(p, 5, poll_timeout(timer, next)) < 0 && errno != EINTR) {
 			/* Out of kernel memory, most likely: the command still runs and its
 			 * lease still ends on time, so we look again a tick later, never leave
 			 * with the command unreaped (its status would read 0, the lock given
@@ -556,6 +573,8 @@ supervise(const struct supervision *s)
 		}
 		while (watchdog_take(s->watchdog, &ev))
 			on_event(s, &st, &ev);
+		if (p[4].fd >= 0 && p[4].revents)
+			watch_server(s);
 		if (read(timer, &expirations, sizeof(expirations)) < 0) {
 			/* Not expired yet: nothing to clear. */
 		}

@@ -11,6 +11,7 @@
 
 #include "child.h"
 #include "lock.h"
+#include "nodes.h"
 #include "opts.h"
 #include "signals.h"
 #include "watchdog.h"
@@ -18,6 +19,9 @@
 struct supervision {
 	struct child *child;
 	struct watchdog *watchdog;
+	struct nodes *nodes; /* the connections the lock was taken on: one closed by its server
+			      * before the watchdog runs (a restart, which may have lost the
+			      * lock) makes the first renewal come at once */
 	const struct lock *lock;
 	const struct signals *signals;
 	enum on_lost on_lost;

@@ -23,6 +23,7 @@ struct watchdog {
 	int events[2]; /* the thread writes, supervise reads */
 	int stop[2];   /* a byte, or our end closing, stops the thread */
 	int64_t due;   /* when the thread must be running; TIME_NEVER once started */
+	bool hurried;  /* its first renewal is at once (see watchdog_hurry) */
 	bool running;
 	bool told_cancelled; /* WATCHDOG_CANCELLED went out */
 };
@@ -94,7 +95,11 @@ run(void *arg)
 	/* After a failure, try again soon rather than a whole period later. */
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
 	const int64_t settle = time_max(retry, l->ttl / 10);
-	int64_t next = l->acquired_at + period, last = 0;
+	int64_t next = w->hurried ? clock_now() : l->acquired_at + period, last = 0;
+	/* Hurried (the server closed our connection), tries come as a waiter's do, 10ms apart at
+	 * first, then twice as far each time: the server is back as soon as it restarted, and a
+	 * waiter reconnects as fast to take a lock it may have lost. */
+	int64_t pause = w->hurried ? time_min(10 * NS_PER_MS, retry) : retry;
 	bool calm = true; /* every node answered the last round */
 
 	if (nodes_count(w->nodes) > 1)
@@ -124,6 +129,7 @@ run(void *arg)
 		if (r == LOCK_RENEWED) {
 			char warning[512];
 			next = now + period;
+			pause = retry;
 			if (l->error[0])
 				post(w, WATCHDOG_NOTE, r, now, 0, l->error);
 			if (l->cancelled_by[0] && !w->told_cancelled) {
@@ -141,7 +147,8 @@ run(void *arg)
 				w->asked_eviction = true;
 			}
 		} else if (r == LOCK_RENEW_FAILED) {
-			next = clock_now() + retry;
+			next = clock_now() + pause;
+			pause = time_min(2 * pause, retry);
 			post(w, WATCHDOG_FAILED, r, now, 0, l->error);
 		} else if (r == LOCK_RENEW_INTERRUPTED) {
 			break;
@@ -193,6 +200,15 @@ int64_t
 watchdog_due(const struct watchdog *w)
 {
 	return w->due;
+}
+
+void
+watchdog_hurry(struct watchdog *w)
+{
+	if (w->running || w->due == TIME_NEVER)
+		return;
+	w->due = clock_now();
+	w->hurried = true;
 }
 
 int

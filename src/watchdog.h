@@ -1,8 +1,9 @@
 /*
  * The watchdog: the one extra thread. It renews the lease every TTL/3 (every second at most
  * with --cancel-running) on a connection of its own (thread and connection start only when the
- * first renewal is due; over several servers, at once), retries soon after a failure, and
- * reports what happens as events on a pipe. It never signals the command: deciding what a
+ * first renewal is due, or when the server closes the connection the lock was taken on; over
+ * several servers, at once), retries soon after a failure, and reports what happens as events
+ * on a pipe. It never signals the command: deciding what a
  * failure means is supervise's job.
  */
 #ifndef REDLOCK_WATCHDOG_H
@@ -45,6 +46,10 @@ struct watchdog *watchdog_new(const struct lock *l, const struct nodes *ns);
 /* When the thread must be running to make the first renewal (TTL/3 after the lock was
  * taken): TIME_NEVER once watchdog_start was called. */
 int64_t watchdog_due(const struct watchdog *w);
+
+/* Makes the first renewal due now, when the thread has not started: a server closed the
+ * connection the lock was taken on (a restart, most likely, which may have lost the lock). */
+void watchdog_hurry(struct watchdog *w);
 
 /* Starts the thread. 0, or -1 with errno set: then nothing renews the lease. */
 int watchdog_start(struct watchdog *w);

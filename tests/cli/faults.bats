@@ -13,6 +13,8 @@ setup() {
 }
 
 teardown() {
+	# A run that a failed scenario left behind (a lease of an hour) must not keep bats waiting.
+	[[ -z ${p:-} ]] || kill -KILL "$p" 2>/dev/null || true
 	deathwatch_stop
 	redis_stop fault
 }
@@ -57,6 +59,35 @@ teardown() {
 	run cat "$dir/err"
 	assert_output --partial "lost the lock on job: "
 	assert_output --partial "stopping the command"
+}
+
+@test "the server restarts empty before the first renewal: the holder learns it from the closed connection" {
+	# A lease of an hour: the first renewal is twenty minutes away. Before, the command ran on
+	# until then, beside whoever took the lock from the empty server.
+	"$RR" -v -t 1h job -c "touch $dir/held; exec sleep 3600" 2>"$dir/err" &
+	p=$!
+	wait_until 5 test -e "$dir/held"
+	redis_stop fault
+	redis_start fault
+	wait_until 30 gone "$p"
+	reap "$p"
+	assert_equal "$status" 76
+	run cat "$dir/err"
+	assert_output --partial "$(redis_sock fault) closed the connection job was taken on: renewing it now"
+	assert_output --partial "lost the lock on job: $(redis_sock fault) lost its data: "
+}
+
+@test "a connection the server closes before the first renewal (an idle timeout): renewed, kept" {
+	"$RR" -v -t 1h job -c "touch $dir/held; until [ -e $dir/go ]; do sleep 0.05; done" \
+		2>"$dir/err" &
+	p=$!
+	wait_until 5 test -e "$dir/held"
+	rcli_on fault client kill type normal >/dev/null
+	wait_until 10 grep -q 'renewed job' "$dir/err"
+	touch "$dir/go"
+	reap_ok "$p"
+	run grep -c "closed the connection job was taken on: renewing it now" "$dir/err"
+	assert_output 1
 }
 
 @test "the server restarted empty between two runs: the fence does not go back" {
@@ -398,7 +429,7 @@ supervise_poll() {
 		strace -e trace=poll -o "$dir/trace" "$RR" "$@" || true
 	done
 	grep -q '^poll(' "$dir/trace" || skip "no poll(2) system call here (glibc's poll is ppoll)"
-	first=$(grep -n -m 1 '^poll(\[.*\], 4, ' "$dir/trace" | cut -d: -f1)
+	first=$(grep -n -m 1 '^poll(\[.*\], 5, ' "$dir/trace" | cut -d: -f1)
 	[[ -n $first ]] || fail "supervise's poll(2) not found in a run: $(cat "$dir/trace")"
 }
 
@@ -412,7 +443,7 @@ supervise_poll() {
 	cat "$dir/trace"
 	assert_equal "$status" 3
 	assert_output "done"
-	[[ $(grep -c '^poll(\[.*\], 4, .*INJECTED' "$dir/trace") == 3 ]]
+	[[ $(grep -c '^poll(\[.*\], 5, .*INJECTED' "$dir/trace") == 3 ]]
 	run rcli_on fault exists job
 	assert_output 0
 }
