@@ -592,6 +592,18 @@ connected(struct conn *c)
 	shake(c);
 }
 
+/* Whether this process could open one more descriptor; false, with errno EMFILE or ENFILE, when
+ * it is out of them. */
+static bool
+descriptor_to_spare(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || (errno != EMFILE && errno != ENFILE);
+}
+
 /*
  * The next TCP address to try, into c->try, in this order: the one that worked last time
  * (reconnecting, or the watchdog's connection, needs no resolver; it gets half the time, and is
@@ -635,10 +647,16 @@ next_address(struct conn *c, int64_t now)
 		snprintf(port, sizeof(port), "%u", c->url->port);
 		if ((gai = getaddrinfo(c->url->host, port, &hints, &c->resolved)) != 0) {
 			char buf[128];
+			int err = gai == EAI_SYSTEM ? errno : gai == EAI_MEMORY ? ENOMEM : 0;
 			c->resolved = NULL;
+			/* The resolver says "not known" of a name it could not look up for want
+			 * of a descriptor (it opens /etc/hosts): ours, when we have none to spare.
+			 */
+			if (!err && gai != EAI_AGAIN && !descriptor_to_spare())
+				err = errno;
 			fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
-			     gai == EAI_SYSTEM ? msg_strerror(errno, buf, sizeof(buf))
-					       : gai_strerror(gai));
+			     err ? msg_strerror(err, buf, sizeof(buf)) : gai_strerror(gai));
+			c->failed_here = err == EMFILE || err == ENFILE || err == ENOMEM;
 			return -1;
 		}
 		c->next_resolved = c->resolved;

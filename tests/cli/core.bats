@@ -502,6 +502,18 @@ EOF_CASES
 	((connect > 0))
 	run "$RR" job -- true
 	assert_success
+	# A name to resolve: the resolver, short of a descriptor for /etc/hosts, says the name is
+	# not known; the run says what it was short of.
+	redis_start_tcp tcp
+	for n in $(seq 4 24); do
+		status=0
+		bash -c 'ulimit -n "$1" && exec "$2" -r "$3" job -- true' _ "$n" "$RR" \
+			"redis://localhost:$(redis_port tcp)" 2>"$dir/err" || status=$?
+		err=$(<"$dir/err")
+		[[ $err != *"not known"* ]] || fail "$n descriptors: $err"
+		[[ $err == "redlock-run: "*"too many open files"* ]] || continue
+		assert_equal "$status" 71
+	done
 }
 
 @test "output that cannot all be written (a full disk): 71, saying so, as flock says 'write error'" {
