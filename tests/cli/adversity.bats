@@ -254,6 +254,9 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 @test "a server that lost its data while the command ran: 76 at the release, even with its reply lost" {
 	redis_start a
 	relay_start a
+	# A proxy that keeps its clients' connections through the server's restart: the holder's
+	# is never closed, so that the release is the first to hear of the restart.
+	relay_set a reconnect
 	"$RR" -t 30s -r "unix://$(relay_sock a)" job -c "
 		date +%s%3N > $dir/acquired
 		until [ -e $dir/go ]; do sleep 0.05; done

@@ -22,6 +22,10 @@ it writes, so while traffic flows, `echo MODE > FILE.tmp && mv FILE.tmp FILE` is
                 its upstream connection) is closed at once
     drop-once   drop, for one reply only: then the control file is set to pass
     blackhole   nothing is forwarded either way and nothing answers; connections stay open
+    reconnect   pass, but when the server hangs up (a restart), the client's connection stays
+                open, and its next request reaches the server over a new connection, as a
+                proxy that pools its connections to the server does; a client whose server
+                cannot be reached then is closed
     one-reply   the next reply passes, and what comes after it is swallowed: then the
                 control file is set to blackhole (replies are assumed to arrive whole)
     hold        requests on the connections open when it began are held (as if lost in
@@ -75,7 +79,7 @@ def read_mode(path):
     if not words:
         return ("pass",)
     if len(words) == 1 and words[0] in ("pass", "drop", "drop-once", "blackhole", "refuse",
-                                        "one-reply", "hold"):
+                                        "one-reply", "hold", "reconnect"):
         return (words[0],)
     if len(words) >= 2 and words[0] == "answer":
         return ("answer", " ".join(words[1:]))
@@ -137,6 +141,10 @@ class Pair:
     def other(self, sock):
         return self.upstream if sock is self.client else self.client
 
+    def sockets(self):
+        """Both sides, or the client alone while the upstream is gone (mode reconnect)."""
+        return (self.client,) if self.upstream is None else (self.client, self.upstream)
+
     def side(self, sock):
         return "client" if sock is self.client else "server"
 
@@ -179,7 +187,7 @@ class Relay:
                 for pair in self.pairs:
                     if pair.held_requests:
                         log(f"#{pair.number} held requests sent: {len(pair.held_requests)} bytes")
-                        self.send(pair, pair.upstream, bytes(pair.held_requests))
+                        self.to_server(pair, bytes(pair.held_requests))
                         pair.held_requests.clear()
             self.mode = mode
         if mode[0] == "refuse":
@@ -254,6 +262,9 @@ class Relay:
         except OSError as e:
             self.close(pair, f"{pair.side(sock)} error: {e}")
             return
+        if not data and sock is pair.upstream and self.mode[0] == "reconnect":
+            self.forget_upstream(pair)
+            return
         if not data:
             pair.draining = True
             log(f"#{pair.number} {pair.side(sock)} hung up")
@@ -273,7 +284,7 @@ class Relay:
             pair.held_requests += data
             log(f"#{pair.number} request held: {len(data)} bytes")
         elif sock is pair.client:
-            self.send(pair, pair.upstream, data)
+            self.to_server(pair, data)
         elif mode in ("drop", "drop-once"):
             log(f"#{pair.number} reply dropped: {len(data)} bytes")
             self.close(pair, mode)
@@ -306,7 +317,7 @@ class Relay:
             request = bytes(pair.unanswered[pos:end])
             # "*N\r\n$LEN\r\nCOMMAND\r\n...": the command is the third line
             if only and request.split(b"\r\n")[2].decode(errors="replace").upper() != only:
-                self.send(pair, pair.upstream, request)
+                self.to_server(pair, request)
             else:
                 if text is not None:
                     self.send(pair, pair.client, f"-{text}\r\n".encode())
@@ -316,6 +327,31 @@ class Relay:
         if count:
             what = f"answered -{text}" if text is not None else "swallowed"
             log(f"#{pair.number} {what}: {count} {only or ''} requests")
+
+    def forget_upstream(self, pair):
+        """Mode reconnect: the server hung up; the client stays, and to_server connects again."""
+        if pair.events[pair.upstream]:
+            self.selector.unregister(pair.upstream)
+        pair.upstream.close()
+        del pair.out[pair.upstream], pair.events[pair.upstream]
+        pair.upstream = None
+        log(f"#{pair.number} server hung up: the client stays (reconnect)")
+
+    def to_server(self, pair, data):
+        if pair.upstream is None:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.settimeout(2)
+                upstream.connect(self.target)
+            except OSError as e:
+                upstream.close()
+                self.close(pair, f"the target is unreachable ({e})")
+                return
+            upstream.setblocking(False)
+            pair.upstream = upstream
+            pair.out[upstream], pair.events[upstream] = bytearray(), 0
+            log(f"#{pair.number} connected to the server again")
+        self.send(pair, pair.upstream, data)
 
     def send(self, pair, sock, data):
         pair.out[sock] += data
@@ -334,13 +370,13 @@ class Relay:
 
     def watch(self, pair):
         """Tells the selector what to wait for on each side; closes a drained pair."""
-        if pair.draining and not (pair.out[pair.client] or pair.out[pair.upstream] or pair.held
+        if pair.draining and not (pair.out[pair.client] or pair.out.get(pair.upstream) or pair.held
                                   or pair.held_requests):
             self.close(pair, "drained")
             return
-        for sock in (pair.client, pair.upstream):
+        for sock in pair.sockets():
             events = 0
-            if not pair.draining and len(pair.out[pair.other(sock)]) < HIGH_WATER:
+            if not pair.draining and len(pair.out.get(pair.other(sock), b"")) < HIGH_WATER:
                 events |= selectors.EVENT_READ
             if pair.out[sock]:
                 events |= selectors.EVENT_WRITE
@@ -357,7 +393,7 @@ class Relay:
         if pair.closed:
             return
         pair.closed = True
-        for sock in (pair.client, pair.upstream):
+        for sock in pair.sockets():
             if pair.events[sock]:
                 self.selector.unregister(sock)
             sock.close()
@@ -368,8 +404,8 @@ class Relay:
     def close_all(self):
         # plain closes, safe even if a signal cut a bookkeeping step short
         for pair in self.pairs:
-            pair.client.close()
-            pair.upstream.close()
+            for sock in pair.sockets():
+                sock.close()
         self.listener.close()
 
 
