@@ -656,6 +656,7 @@ give_up_point(const struct lock *l, const struct acquisition *q)
  * asked about several times within its lease) and at most a second. LOCK_ACQUIRED means "try
  * again"; otherwise, how to end: when a wait ran out, 75 if the lock was seen held, else 69.
  */
+#define STILL_TRYING_AFTER (5 * NS_PER_S)
 static enum lock_result
 retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 {
@@ -691,6 +692,17 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 			 q->wait > 0                          ? " until the wait ends"
 			 : q->wait == 0 || q->answered_at < 0 ? ""
 							      : " for up to a minute");
+	else if (!q->still_told && !msg_verbose() && !(q->wait > 0 && q->answered_at < 0) &&
+		 now - q->outage_at >= STILL_TRYING_AFTER) {
+		/* A failover is over in a second or two, and said nothing; an outage that lasts
+		 * (replicas that never acknowledge: none connected) is said once, not only at its
+		 * end, a minute later. */
+		msg_warn("%s; still trying%s", l->error,
+			 q->wait > 0 ? " until the wait ends" : ", for up to a minute in all");
+		q->still_told = true;
+	}
+	if (!q->pause)
+		q->outage_at = now;
 	q->pause = q->pause ? time_min(2 * q->pause,
 				       time_min(time_max(l->ttl / 10, 10 * NS_PER_MS), NS_PER_S))
 			    : 10 * NS_PER_MS;

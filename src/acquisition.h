@@ -48,6 +48,8 @@ struct acquisition {
 	int64_t answered_at; /* when a quorum last answered; -1: never, in this run */
 	int64_t pause;       /* the pause before trying silent servers again; 0 while they
 			      * answer */
+	int64_t outage_at;   /* when the first pause of this outage began */
+	bool still_told;     /* a long outage was said (once, even without -v) */
 	bool seen_held;      /* a quorum said another holds the lock */
 	bool young_told;     /* a wait for young servers was said (once, even without -v) */
 	bool late_told;      /* a grant too late to count was said (once, even without -v) */

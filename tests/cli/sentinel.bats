@@ -466,9 +466,21 @@ fail_over_without_key() {
 	redis_start_tcp solo
 	port=$(redis_port solo)
 	run -69 "$RR" -r "redis://127.0.0.1:$port" --wait-replicas 1,300ms -n job -- echo ran
-	redis_stop solo
 	refute_line ran
 	assert_output "redlock-run: only 0 of the 1 replicas asked for acknowledged the lock on 127.0.0.1:$port within 300ms (it has 0 connected)"
+	# Without -n it rides the replicas' absence out for a minute, as a failover's: not in
+	# silence once it lasts.
+	"$RR" -r "redis://127.0.0.1:$port" --wait-replicas 1,300ms job -- echo ran \
+		>"$dir/out" 2>"$dir/err" &
+	local pid=$!
+	wait_until 30 grep -q "still trying, for up to a minute in all" "$dir/err"
+	kill -TERM "$pid"
+	reap "$pid"
+	redis_stop solo
+	assert_equal "$status" 143
+	run cat "$dir/err"
+	assert_output --partial "redlock-run: only 0 of the 1 replicas asked for acknowledged the lock on 127.0.0.1:$port within 300ms (it has 0 connected); still trying, for up to a minute in all"
+	assert_equal "$(cat "$dir/out")" ""
 }
 
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
