@@ -72,6 +72,9 @@ struct node {
 	int64_t held_until;           /* our lease there ends then; 0: there is none */
 	long long replicas_connected; /* when WAIT last fell short: how many replicas the
 				       * server has (ROLE), or -1 when unknown */
+	/* A cluster's: why the slot's owner failed the request in flight, said beside the last
+	 * place asked when none could take it. */
+	char first_failure[300];
 };
 
 struct nodes {
@@ -731,11 +734,24 @@ reroute(const struct nodes *ns, struct node *n, struct answer *a, int intr_fd)
 {
 	size_t seeds = n->url->nhosts ? n->url->nhosts : 1;
 
+	if (!n->seeds_tried)
+		snprintf(n->first_failure, sizeof(n->first_failure), "%s", conn_error(n->conn));
 	if (!cluster_next_seed(n->cluster) && !n->reached)
 		return TAKEN;
 	if (clock_now() >= n->deadline || (!n->reached && ++n->seeds_tried >= seeds + 1) ||
-	    (!n->reached && a->maybe_landed))
+	    (!n->reached && a->maybe_landed)) {
+		/* What failed first (the owner, most often) is the news; the last seed asked
+		 * says only that the cluster could not name another in time. */
+		if (strcmp(n->first_failure, conn_error(n->conn)) != 0) {
+			char both[sizeof(n->error)];
+			snprintf(both, sizeof(both),
+				 "%s; asking the cluster where its slot is now: %s",
+				 n->first_failure, conn_error(n->conn));
+			memcpy(n->error, both, sizeof(both));
+			n->why = n->error;
+		}
 		return TAKEN;
+	}
 	if (n->reached && n->seeds_tried++ && pause_again(n, intr_fd) < 0)
 		return INTERRUPTED;
 	n->redirects = 0; /* redirects to a server that is gone are no loop */

@@ -569,6 +569,27 @@ freeze_owner_under_a_line() {
 	wait_until 30 cluster_settled
 }
 
+@test "the slot's owner down and no replica taking over: the error names the owner, not the last seed asked" {
+	local m key replica url rpid seed
+	first_owner
+	seed=$(another_than "$m")
+	# Its replica frozen: nothing takes the slot over while the run asks.
+	rpid=$(redis_pid "$replica")
+	kill -STOP "$rpid"
+	kill -KILL "$(redis_pid "$m")"
+	run -69 --separate-stderr "$RR" -r "redis+cluster://127.0.0.1:$(redis_port "$seed")" \
+		--connect-timeout 1s --status "$key"
+	kill -CONT "$rpid"
+	echo "$stderr"
+	# The replica takes over once it runs again; the killed node comes back as its replica.
+	promoted() { [[ $(rcli_on "$replica" role | head -1) == master ]]; }
+	wait_until 30 promoted
+	redis_start_again "$m" --cluster-enabled yes \
+		--cluster-config-file "$(redis_dir "$m")/nodes.conf" --cluster-node-timeout 2000
+	wait_until 30 cluster_settled
+	[[ $stderr == *"127.0.0.1:$(redis_port "$m")"* ]]
+}
+
 @test "CLUSTER FAILOVER TAKEOVER on a replica that missed the key: the command is stopped, 76" {
 	local m key replica
 	m=$(cluster_masters | head -1)
@@ -600,4 +621,3 @@ freeze_owner_under_a_line() {
 	run -0 "$RR" -r "redis://:s3cret@127.0.0.1:$(redis_port "$m")" -n "$key" -- echo second
 	assert_output second
 }
-
