@@ -807,6 +807,12 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 				      VERDICT_YES ||
 			      rd.held)))
 				q.answered_at = clock_now();
+			/* Out of descriptors (or memory) ourselves: no outage to ride out, and
+			 * none that waiting ends. */
+			if (nodes_failed_here(ns)) {
+				out = LOCK_UNAVAILABLE;
+				break;
+			}
 			out = retry_later(l, &q, intr_fd);
 			continue;
 		}

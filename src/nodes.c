@@ -226,13 +226,23 @@ nodes_replicas_connected(const struct nodes *ns, size_t i)
 	return ns->node[i].replicas_connected;
 }
 
+bool
+nodes_failed_here(const struct nodes *ns)
+{
+	for (size_t i = 0; i < ns->n; i++) {
+		const struct node *n = &ns->node[i];
+		/* (A Sentinel node's failure to connect is said in its own words.) */
+		if (n->why ? n->sentinel && sentinel_failed_here(n->sentinel)
+			   : conn_failed_here(n->conn))
+			return true;
+	}
+	return false;
+}
+
 int
 nodes_unavailable_status(const struct nodes *ns)
 {
-	for (size_t i = 0; i < ns->n; i++)
-		if (!ns->node[i].why && conn_failed_here(ns->node[i].conn))
-			return STATUS_OSERR;
-	return STATUS_UNAVAILABLE;
+	return nodes_failed_here(ns) ? STATUS_OSERR : STATUS_UNAVAILABLE;
 }
 
 const char *

@@ -128,8 +128,11 @@ const char *nodes_error(const struct nodes *ns, size_t i);
 /* When a replicated request last fell short of its replicas on node i: how many replicas its
  * server has connected, or -1 when it could not tell. */
 long long nodes_replicas_connected(const struct nodes *ns, size_t i);
-/* The exit status for a request these servers could not serve: 69, or 71 when one was out of
- * reach for a reason of this process's own (out of file descriptors or memory). */
+/* Whether a node was out of reach for a reason of this process's own (out of file descriptors
+ * or memory): no outage to ride out. */
+bool nodes_failed_here(const struct nodes *ns);
+/* The exit status for a request these servers could not serve: 69, or 71 when nodes_failed_here
+ * says so. */
 int nodes_unavailable_status(const struct nodes *ns);
 /* How node i's server was found, when not from its URL alone: "the master" (its Sentinels
  * named it) or "the owner of its slot" (a cluster redirected it there); else NULL. */

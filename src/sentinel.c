@@ -17,6 +17,8 @@ struct sentinel {
 	struct conn **conns; /* to each Sentinel, opened when asked */
 	size_t last;         /* the Sentinel that answered last */
 	bool silent;         /* none of them answered when last asked (down, frozen, cut off) */
+	bool failed_here;    /* they, or the master they named, could not be reached for want of a
+			      * descriptor (or memory) of ours */
 	char first[300];     /* the master found first, or "" */
 	char moved[700];
 	char error[1024];
@@ -110,6 +112,12 @@ sentinel_error(const struct sentinel *s)
 }
 
 bool
+sentinel_failed_here(const struct sentinel *s)
+{
+	return s->failed_here;
+}
+
+bool
 sentinel_answered(const struct sentinel *s)
 {
 	return s->master.host != NULL || s->first[0];
@@ -185,6 +193,7 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 	char why[768] = "", line[600];
 
 	s->silent = true;
+	s->failed_here = false;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = (s->last + k) % n;
 		struct conn *c = s->conns[i];
@@ -202,10 +211,12 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 			return fail(s, res, "interrupted while asking the Sentinels");
 		if (res != CONN_OK) {
 			refused += res == CONN_REFUSED;
+			s->failed_here = s->failed_here || conn_failed_here(c);
 			note(why, sizeof(why), conn_error(c));
 			continue;
 		}
 		s->silent = false;
+		s->failed_here = false;
 		if (read_address(r, host, size, port) == 0) {
 			reply_free(r);
 			s->last = i;
@@ -316,6 +327,7 @@ sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline, int intr_
 		if (res == CONN_OK)
 			res = confirm_master(s, c, deadline, intr_fd, named, &master);
 		if (res != CONN_OK) {
+			s->failed_here = conn_failed_here(c); /* (which closing forgets) */
 			conn_close(c);
 			return fail(s, res, "%s %s as the master of '%s': %s",
 				    named ? "the Sentinels name"

@@ -44,6 +44,10 @@ const struct redis_url *sentinel_master(const struct sentinel *s);
 enum conn_result sentinel_connect(struct sentinel *s, struct conn *c, int64_t deadline,
 				  int intr_fd);
 const char *sentinel_error(const struct sentinel *s);
+/* Whether the last sentinel_connect failed for want of a descriptor (or memory) of ours, as
+ * conn_failed_here says of a connection: no Sentinel could be asked, or the master they named
+ * could not be reached. */
+bool sentinel_failed_here(const struct sentinel *s);
 
 /*
  * Asks the Sentinels whether the master c is open to is still the one they name (two servers

@@ -48,6 +48,13 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	assert_output --partial "connection refused"
 }
 
+@test "out of file descriptors to ask the Sentinels or reach the master: 71, never 69" {
+	under_fd_limits job -- true
+	cat "$dir/limits"
+	grep -q "^[0-9]*: 71 redlock-run: no Sentinel of master .*too many open files" "$dir/limits"
+	grep -q "^[0-9]*: 71 redlock-run: the Sentinels name .*too many open files" "$dir/limits"
+}
+
 @test "a Sentinel URL with a db and credentials, alone and as a member of a quorum" {
 	rcli_on m1 config set requirepass s3cret >/dev/null
 	rcli_on m2 config set masterauth s3cret >/dev/null
