@@ -341,11 +341,11 @@ watch_server(const struct supervision *s)
 {
 	size_t i;
 
-	if (nodes_watch(s->nodes, clock_now() + NS_PER_MS, -1, &i) != CONN_OK)
-		return;
-	msg_info("%s closed the connection %s was taken on: renewing it now",
-		 nodes_address(s->nodes, i), s->lock->key);
-	watchdog_hurry(s->watchdog);
+	/* (A few ms: what made it readable is read, however late this thread runs.) */
+	if (nodes_watch(s->nodes, clock_now() + 10 * NS_PER_MS, -1, &i) == CONN_OK &&
+	    watchdog_hurry(s->watchdog))
+		msg_info("%s closed the connection the lock on %s was taken on: renewing it now",
+			 nodes_address(s->nodes, i), s->lock->key);
 }
 
 /* Whether a stop may reach the command's group that its process cannot follow (see

@@ -96,10 +96,11 @@ run(void *arg)
 	const int64_t retry = time_max(10 * NS_PER_MS, time_min(l->ttl / 20, NS_PER_S));
 	const int64_t settle = time_max(retry, l->ttl / 10);
 	int64_t next = w->hurried ? clock_now() : l->acquired_at + period, last = 0;
-	/* Hurried (the server closed our connection), tries come as a waiter's do, 10ms apart at
-	 * first, then twice as far each time: the server is back as soon as it restarted, and a
-	 * waiter reconnects as fast to take a lock it may have lost. */
-	int64_t pause = w->hurried ? time_min(10 * NS_PER_MS, retry) : retry;
+	/* When a server closed our connection (before the thread ran: hurried), tries come as a
+	 * waiter's do, 10ms apart at first, then twice as far each time: the server is back as
+	 * soon as it restarted, and a waiter reconnects as fast to take a lock it may have lost. */
+	const int64_t quick = time_min(10 * NS_PER_MS, retry);
+	int64_t pause = w->hurried ? quick : retry;
 	bool calm = true; /* every node answered the last round */
 
 	if (nodes_count(w->nodes) > 1)
@@ -117,6 +118,8 @@ run(void *arg)
 		watched = nodes_watch(w->nodes, wake, w->stop[0], &broke);
 		if (watched == CONN_INTERRUPTED)
 			break;
+		if (watched == CONN_OK)
+			pause = quick;
 		now = clock_now();
 		/* Past the local deadline the lease cannot be trusted, whatever a late renewal
 		 * might say; supervise has acted on it already. */
@@ -202,13 +205,14 @@ watchdog_due(const struct watchdog *w)
 	return w->due;
 }
 
-void
+bool
 watchdog_hurry(struct watchdog *w)
 {
 	if (w->running || w->due == TIME_NEVER)
-		return;
+		return false;
 	w->due = clock_now();
 	w->hurried = true;
+	return true;
 }
 
 int

@@ -9,6 +9,7 @@
 #ifndef REDLOCK_WATCHDOG_H
 #define REDLOCK_WATCHDOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lock.h"
@@ -47,9 +48,10 @@ struct watchdog *watchdog_new(const struct lock *l, const struct nodes *ns);
  * taken): TIME_NEVER once watchdog_start was called. */
 int64_t watchdog_due(const struct watchdog *w);
 
-/* Makes the first renewal due now, when the thread has not started: a server closed the
- * connection the lock was taken on (a restart, most likely, which may have lost the lock). */
-void watchdog_hurry(struct watchdog *w);
+/* Makes the first renewal due now, when the thread has not started (else false: it watches its
+ * own connections): a server closed the connection the lock was taken on (a restart, most
+ * likely, which may have lost the lock). */
+bool watchdog_hurry(struct watchdog *w);
 
 /* Starts the thread. 0, or -1 with errno set: then nothing renews the lease. */
 int watchdog_start(struct watchdog *w);
