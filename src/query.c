@@ -660,13 +660,19 @@ confirmed(const char *key)
 }
 
 /* "broke KEY, held by HOLDER (taken T ago, L of its lease left): fence F, now G", or "KEY was
- * free: nothing to break", after prefix. */
+ * free: nothing to break", after prefix; shown_free: it was shown free (no question asked). */
 static void
-text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_breaking *b)
+text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_breaking *b,
+	      bool shown_free)
 {
 	char who[LOCK_HOLDER_MAX], left[32], held[32], since[48] = "";
 
 	lock_describe_holder(b->holder, who, sizeof(who));
+	if (b->changed && shown_free) {
+		fprintf(out, "%s%s is held by %s: not broken (it was shown free)\n", prefix, key,
+			who);
+		return;
+	}
 	if (b->changed) {
 		fprintf(out, "%s%s changed hands after it was shown: now held by %s; not broken\n",
 			prefix, key, who);
@@ -706,7 +712,8 @@ query_break(const struct opts *o)
 	/* The KEY as shown: its control characters as '?' (msg_printable). */
 	const char *shown = key ? msg_printable(key) : o->key;
 	int status = 0;
-	bool taken, unheard = false, broke = false, changed = false, dead = false, halted = false;
+	bool taken, shown_free = false, unheard = false, broke = false, changed = false,
+		    dead = false, halted = false;
 	int64_t left = 0; /* of the broken lease, where it was longest */
 
 	if (!o->yes) {
@@ -725,7 +732,8 @@ query_break(const struct opts *o)
 		/* Free: nothing to ask about, but its line is woken all the same (a stuck line is
 		 * what --status sends the user here for), and one who took it meanwhile is not
 		 * broken: no holder has this value. */
-		if (!taken)
+		shown_free = !taken;
+		if (shown_free)
 			snprintf(shown_holder, sizeof(shown_holder), "(free)");
 		else if (!confirmed(shown)) {
 			msg_error("%s: not broken", shown);
@@ -763,7 +771,7 @@ query_break(const struct opts *o)
 			halted = halted || stopped(process);
 		}
 		if (node[i].answered)
-			text_breaking(stdout, prefix, shown, &node[i]);
+			text_breaking(stdout, prefix, shown, &node[i], shown_free);
 		else if (nodes_count(ns) > 1 || status == 0)
 			fprintf(stdout, "%scannot break %s: %s%s\n", prefix, shown, node[i].error,
 				node[i].unheard
@@ -797,7 +805,7 @@ query_break(const struct opts *o)
 			       "%s (%s if its renewals fail), then is stopped (76)\n",
 			       within, most);
 	}
-	if (status == 0 && changed && !broke) {
+	if (status == 0 && changed && !broke && !shown_free) {
 		msg_error("%s: not broken: its holder changed while you answered; see who holds it "
 			  "now with --status",
 			  shown);

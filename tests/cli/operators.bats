@@ -689,6 +689,18 @@ while True:
 	run -0 "$RR" -n job -- true
 }
 
+@test "--break on a terminal of a lock shown free that one server of three holds: nothing asked, 0" {
+	local stale=00000000-0000-4000-8000-000000000000:someone-else:42
+	quorum_start 3
+	rcli_on q2 set job "$stale" px 60000 >/dev/null
+	# Free on the quorum: nothing to ask about, and what the minority holds is not broken.
+	run -0 on_terminal y "$RR" --break job
+	refute_output --partial "[y/N]"
+	assert_output --partial "on 127.0.0.1:$(redis_port q2): job is held by someone-else:42: not broken (it was shown free)"
+	refute_output --partial "changed while you answered"
+	assert_equal "$(rcli_on q2 get job)" "$stale"
+}
+
 @test "--list: every lock, of every kind, with its holder, lease and line; other keys are skipped" {
 	run -0 "$RR" --list
 	assert_output "KEY                      MODE       HOLDER                      TAKEN     LEFT            FENCE WAITING
