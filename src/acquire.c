@@ -692,11 +692,11 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 			 q->wait > 0                          ? " until the wait ends"
 			 : q->wait == 0 || q->answered_at < 0 ? ""
 							      : " for up to a minute");
-	else if (!q->still_told && !msg_verbose() && !(q->wait > 0 && q->answered_at < 0) &&
-		 now - q->outage_at >= STILL_TRYING_AFTER) {
-		/* A failover is over in a second or two, and said nothing; an outage that lasts
-		 * (replicas that never acknowledge: none connected) is said once, not only at its
-		 * end, a minute later. */
+	else if (q->unreplicated && !q->still_told && !msg_verbose() &&
+		 !(q->wait > 0 && q->answered_at < 0) && now - q->outage_at >= STILL_TRYING_AFTER) {
+		/* A failover passes in silence, however long the Sentinels or the cluster take;
+		 * replicas that do not acknowledge for long (none connected: a server set up
+		 * without them) are said once, not only at the end, a minute later. */
 		msg_warn("%s; still trying%s", l->error,
 			 q->wait > 0 ? " until the wait ends" : ", for up to a minute in all");
 		q->still_told = true;
@@ -813,6 +813,9 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 				out = LOCK_UNAVAILABLE;
 				break;
 			}
+			q.unreplicated = false;
+			for (size_t i = 0; i < nodes_count(ns); i++)
+				q.unreplicated = q.unreplicated || rd.unreplicated[i];
 			out = retry_later(l, &q, intr_fd);
 			continue;
 		}

@@ -49,7 +49,8 @@ struct acquisition {
 	int64_t pause;       /* the pause before trying silent servers again; 0 while they
 			      * answer */
 	int64_t outage_at;   /* when the first pause of this outage began */
-	bool still_told;     /* a long outage was said (once, even without -v) */
+	bool still_told;     /* a long wait for replicas was said (once, even without -v) */
+	bool unreplicated;   /* the last attempt's grants fell short of --wait-replicas */
 	bool seen_held;      /* a quorum said another holds the lock */
 	bool young_told;     /* a wait for young servers was said (once, even without -v) */
 	bool late_told;      /* a grant too late to count was said (once, even without -v) */
