@@ -652,7 +652,7 @@ next_address(struct conn *c, int64_t now)
 			/* The resolver says "not known" of a name it could not look up for want
 			 * of a descriptor (it opens /etc/hosts): ours, when we have none to spare.
 			 */
-			if (!err && gai != EAI_AGAIN && !descriptor_to_spare())
+			if (!err && !descriptor_to_spare())
 				err = errno;
 			fail(c, CONN_FAILED, "cannot resolve %s: %s", c->url->host,
 			     err ? msg_strerror(err, buf, sizeof(buf)) : gai_strerror(gai));
