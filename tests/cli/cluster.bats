@@ -587,7 +587,7 @@ freeze_owner_under_a_line() {
 	redis_start_again "$m" --cluster-enabled yes \
 		--cluster-config-file "$(redis_dir "$m")/nodes.conf" --cluster-node-timeout 2000
 	wait_until 30 cluster_settled
-	[[ $stderr == *"127.0.0.1:$(redis_port "$m")"* ]]
+	[[ $stderr == *"127.0.0.1:$(redis_port "$m"): "*"; asking the cluster where its slot is now: "* ]]
 }
 
 @test "CLUSTER FAILOVER TAKEOVER on a replica that missed the key: the command is stopped, 76" {
