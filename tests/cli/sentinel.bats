@@ -17,6 +17,7 @@ teardown() {
 	deathwatch_stop
 	sentinel_stop
 	quorum_stop
+	redis_stop solo # (a scenario's own server, whatever became of the scenario)
 }
 
 # on_master ARGS...: redis-cli on the master the Sentinels name now.
