@@ -392,12 +392,11 @@ open_timed_out(struct conn *c)
 	}
 	case PHASE_HANDSHAKE:
 		/* A plain server takes the TLS hello for the start of an inline command, and
-		 * waits for the rest of it. */
-		return fail(
-			c, CONN_TIMEOUT,
-			"no TLS handshake with %s in time (a plain port? use redis://; else the "
-			"server is frozen or overloaded)",
-			c->address);
+		 * waits for the rest of it; one that spoke TLS to us before is no plain port. */
+		return fail(c, CONN_TIMEOUT, "no TLS handshake with %s in time (%s)", c->address,
+			    c->received_ever ? "the server is frozen or overloaded"
+					     : "a plain port? use redis://; else the server is "
+					       "frozen or overloaded");
 	default:
 		return fail(c, CONN_TIMEOUT, "no reply from %s in time", c->address);
 	}

@@ -372,8 +372,18 @@ tls_from_environment(struct opts *o, char *err, size_t size)
 	if (!o->tls.sni && (v = getenv("REDLOCK_SNI")) && *v) {
 		o->tls.sni = v;
 	}
-	if (!o->tls.insecure && (v = getenv("REDLOCK_INSECURE")) && *v && strcmp(v, "0") != 0) {
-		o->tls.insecure = true;
+	/* A security switch takes no guess: "false" must not turn verification off. */
+	if (!o->tls.insecure && (v = getenv("REDLOCK_INSECURE")) && *v) {
+		if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on"))
+			o->tls.insecure = true;
+		else if (strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "false") &&
+			 strcmp(v, "off")) {
+			usage_error(err, size,
+				    "REDLOCK_INSECURE '%s': give 1 (yes, true, on) to verify no "
+				    "certificate, or 0 (no, false, off)",
+				    v);
+			return false;
+		}
 	}
 	return true;
 }

@@ -271,6 +271,24 @@ no_passphrase(char *buf, int size, int rwflag, void *arg)
 	return -1;
 }
 
+/* Whether the PEM file at path holds an encrypted key ("ENCRYPTED" in its first lines: PKCS#8's
+ * header, or a traditional key's Proc-Type), so that a key that cannot be used is said to be
+ * encrypted only when it is. */
+static bool
+pem_encrypted(const char *path)
+{
+	char head[512];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	n = fread(head, 1, sizeof(head) - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	return strstr(head, "ENCRYPTED") != NULL;
+}
+
 /* OpenSSL's queue of errors, as one line (and emptied). */
 static const char *
 openssl_error(char *buf, size_t size)
@@ -331,8 +349,10 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 	}
 	if (cfg && (cfg->cert || cfg->key)) {
 		if (!cfg->cert || !cfg->key) {
-			snprintf(err, size, "%s needs %s too", cfg->cert ? "--cert" : "--key",
-				 cfg->cert ? "--key" : "--cert");
+			snprintf(err, size,
+				 "%s needs %s too (in the environment: REDLOCK_CERT and "
+				 "REDLOCK_CERT_KEY; REDLOCK_KEY is the lock's name)",
+				 cfg->cert ? "--cert" : "--key", cfg->cert ? "--key" : "--cert");
 			return -1;
 		}
 		if (p_SSL_CTX_use_certificate_chain_file(tls.ctx, cfg->cert) != 1) {
@@ -343,10 +363,10 @@ setup(const struct tls_config *cfg, char *err, size_t size)
 		/* OpenSSL checks the key against the certificate as it loads it. */
 		if (p_SSL_CTX_use_PrivateKey_file(tls.ctx, cfg->key, SSL_FILETYPE_PEM) != 1 &&
 		    ERR_GET_REASON(p_ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
-			snprintf(err, size,
-				 "cannot use the private key in %s (an encrypted key is "
-				 "not supported): %s",
-				 cfg->key, openssl_error(why, sizeof(why)));
+			snprintf(err, size, "cannot use the private key in %s%s: %s", cfg->key,
+				 pem_encrypted(cfg->key) ? " (an encrypted key is not supported)"
+							 : "",
+				 openssl_error(why, sizeof(why)));
 			return -1;
 		}
 		if (p_SSL_CTX_check_private_key(tls.ctx) != 1) {

@@ -141,6 +141,19 @@ sentinel_knows_tls() {
 	assert_success
 	assert_output ran
 	assert_equal "${stderr_lines[0]}" "redlock-run: --insecure: the server's certificate is not verified"
+	# REDLOCK_INSECURE takes 1, yes, true or on; "false" never turns verification off, and a
+	# value it cannot read is a usage error.
+	local v
+	for v in 1 yes true on; do
+		run -0 env REDLOCK_INSECURE=$v "$RR" -r "rediss://localhost:$(redis_port other)" job -- \
+			echo ran
+	done
+	for v in 0 no false off; do
+		run -69 env REDLOCK_INSECURE=$v "$RR" -r "rediss://localhost:$(redis_port other)" job \
+			-- echo never
+	done
+	run -64 --separate-stderr env REDLOCK_INSECURE=maybe "$RR" job -- echo never
+	assert_equal "${stderr_lines[0]}" "redlock-run: REDLOCK_INSECURE 'maybe': give 1 (yes, true, on) to verify no certificate, or 0 (no, false, off)"
 }
 
 @test "the wrong kind of port: rediss:// to a plain one, redis:// to a TLS one" {
@@ -263,7 +276,7 @@ while True:
 	assert_equal "$status" 64
 	run --separate-stderr "$RR" --cert "$certs/client.crt" job -- true
 	assert_equal "$status" 64
-	assert_equal "$stderr" "redlock-run: --cert needs --key too"
+	assert_equal "$stderr" "redlock-run: --cert needs --key too (in the environment: REDLOCK_CERT and REDLOCK_CERT_KEY; REDLOCK_KEY is the lock's name)"
 	# an encrypted key is refused at once: no passphrase prompt on the terminal
 	openssl pkey -in "$certs/client.key" -aes256 -passout pass:s3cret -out "$dir/encrypted.key"
 	run --separate-stderr timeout 5 script -qfec "$RR --cert $certs/client.crt \
@@ -271,6 +284,11 @@ while True:
 	assert_equal "$status" 64
 	[[ $output == *"an encrypted key is not supported"* ]]
 	[[ $output != *s3cret* ]]
+	# a key that is no key at all is not called encrypted
+	echo garbage >"$dir/garbage.key"
+	run -64 --separate-stderr "$RR" --cert "$certs/client.crt" --key "$dir/garbage.key" job -- true
+	[[ $stderr == "redlock-run: cannot use the private key in $dir/garbage.key: "* ]]
+	[[ $stderr != *encrypted* ]]
 }
 
 @test "a server frozen during the handshake: given up within the request's deadline" {
