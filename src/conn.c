@@ -295,6 +295,12 @@ conn_tls_resumed(const struct conn *c)
 	return c->tls && tls_resumed(c->tls);
 }
 
+bool
+conn_refused(const struct conn *c)
+{
+	return c->phase == PHASE_CLOSED && c->failure == CONN_REFUSED;
+}
+
 const char *
 conn_error(const struct conn *c)
 {

@@ -48,7 +48,8 @@ output_written(int status)
 	return STATUS_OSERR;
 }
 
-/* With -v: which nodes granted the lock, and how much of its validity is left. */
+/* With -v: which nodes granted the lock, and how much of its validity is left; without, a server
+ * that refused it for good. */
 static void
 tell_quorum(const struct lock *l, const struct nodes *ns)
 {
@@ -65,6 +66,14 @@ tell_quorum(const struct lock *l, const struct nodes *ns)
 	msg_info("granted by %zu of %zu nodes (a quorum is %zu): %s; valid for %s more", n,
 		 nodes_count(ns), nodes_quorum(ns), list,
 		 duration_format(l->valid_until - clock_now(), left, sizeof(left)));
+	/* A server down or restarted is an outage the others ride out, said under -v; one that
+	 * refuses (a certificate, a password) is a mistake to mend before the next one comes. */
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		if (!nodes_holds(ns, i) && nodes_refused(ns, i))
+			msg_warn(
+				"%s (the lock is held on the other servers; this one refuses every "
+				"run until that is mended)",
+				nodes_error(ns, i));
 }
 
 /* Whether the waiter first in line, in l->holder, ran on this host and is gone: killed outright,

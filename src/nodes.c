@@ -1123,6 +1123,12 @@ nodes_watch(struct nodes *ns, int64_t until, int intr_fd, size_t *i)
 	return res;
 }
 
+bool
+nodes_refused(const struct nodes *ns, size_t i)
+{
+	return !ns->node[i].why && conn_refused(ns->node[i].conn);
+}
+
 int
 nodes_watch_fd(const struct nodes *ns)
 {

@@ -125,6 +125,8 @@ void nodes_let_go(struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);
+/* Whether node i's server refused the connection for good (see conn_refused). */
+bool nodes_refused(const struct nodes *ns, size_t i);
 /* When a replicated request last fell short of its replicas on node i: how many replicas its
  * server has connected, or -1 when it could not tell. */
 long long nodes_replicas_connected(const struct nodes *ns, size_t i);

@@ -121,6 +121,19 @@ matrix() {
 	clean_on 2
 }
 
+@test "one server of 3 that refuses the run's password: taken on the others, the refusal said without -v" {
+	# (Old enough that their grants count without the third: see nodes_old.)
+	wait_until 5 nodes_old 2 1 2
+	rcli_on q3 config set requirepass s3cret >/dev/null
+	run -0 --separate-stderr "$RR" -t 1s -r "$(node_url 1)" -r "$(node_url 2)" \
+		-r "redis://:wrong@127.0.0.1:$(redis_port q3)" job -- echo ran
+	rcli_on q3 -a s3cret --no-auth-warning config set requirepass "" >/dev/null
+	assert_output ran
+	# One line, without -v (the server's own words differ between Redis and Valkey).
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == "redlock-run: authentication refused by 127.0.0.1:$(redis_port q3): "*" (the lock is held on the other servers; this one refuses every run until that is mended)" ]]
+}
+
 @test "one server of 3 frozen from the start: no slower than one request deadline, and it works" {
 	wait_until 5 nodes_old 1 1 2
 	node_freeze 3
