@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "duration.h"
@@ -270,11 +271,25 @@ take_duration(const char *what, const char *arg, int64_t *out, char *err, size_t
 static bool
 take_path(const char *option, const char *path, bool dir, const char **out, char *err, size_t size)
 {
+	struct stat st;
+	char why[128];
+
 	if (!*path || access(path, dir ? R_OK | X_OK : R_OK) < 0) {
-		usage_error(err, size, "%s '%s': %s", option, path,
+		usage_error(err, size, "%s '%s': %s%s%s", option, path,
 			    !*path ? "empty"
 			    : dir  ? "not a readable directory"
-				   : "not readable");
+				   : "not readable",
+			    *path ? ": " : "", *path ? msg_strerror(errno, why, sizeof(why)) : "");
+		return false;
+	}
+	/* A directory of CA certificates given for a file of them: the other option. */
+	if (!dir && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		bool cacert = strstr(option, "CACERT") || strstr(option, "cacert");
+		usage_error(err, size, "%s '%s': a directory, not a file%s%s", option, path,
+			    cacert ? " (a directory of CA certificates goes to " : "",
+			    !cacert          ? ""
+			    : *option == '-' ? "--cacertdir)"
+					     : "REDLOCK_CACERTDIR)");
 		return false;
 	}
 	*out = path;

@@ -271,7 +271,12 @@ while True:
 	assert_equal "$stderr" "redlock-run: the key in $certs/server.key does not match the certificate in $certs/client.crt"
 	run --separate-stderr "$RR" --cacert /nonexistent.crt job -- true
 	assert_equal "$status" 64
-	[[ $stderr == "redlock-run: --cacert '/nonexistent.crt': not readable"* ]]
+	[[ $stderr == "redlock-run: --cacert '/nonexistent.crt': not readable: no such file or directory"* ]]
+	# a directory of CA certificates given for a file of them: the other option named
+	run -64 --separate-stderr "$RR" --cacert "$certs" job -- true
+	[[ $stderr == "redlock-run: --cacert '$certs': a directory, not a file (a directory of CA certificates goes to --cacertdir)"* ]]
+	run -64 --separate-stderr env REDLOCK_CACERT="$certs" "$RR" job -- true
+	[[ $stderr == *"(a directory of CA certificates goes to REDLOCK_CACERTDIR)"* ]]
 	run --separate-stderr env REDLOCK_CERT=/nonexistent.crt "$RR" job -- true
 	assert_equal "$status" 64
 	run --separate-stderr "$RR" --cert "$certs/client.crt" job -- true
