@@ -69,6 +69,19 @@ unsettled(const struct acquisition *q)
 	return q->unsure_since >= 0;
 }
 
+/* Stopping on l->error: while an earlier request stays unsettled, it says that a lock it took
+ * expires by itself. */
+static void
+stop_unsure(struct lock *l, const struct acquisition *q)
+{
+	char why[sizeof(l->error)];
+
+	if (!unsettled(q))
+		return;
+	snprintf(why, sizeof(why), "%s", l->error);
+	set_unsure_error(l, why);
+}
+
 static void
 unsure_clear(struct acquisition *q, size_t i)
 {
@@ -672,10 +685,7 @@ retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 			set_error(l, "gave up waiting after %s without an answer that counts: %s",
 				  duration_format(now - q->answered_at, since, sizeof(since)), why);
 		}
-		if (unsettled(q)) {
-			snprintf(why, sizeof(why), "%s", l->error);
-			set_unsure_error(l, why);
-		}
+		stop_unsure(l, q);
 		if (q->wait > 0 && q->seen_held) {
 			if (unsettled(q))
 				msg_warn("%s", l->error);
@@ -779,12 +789,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			break;
 		}
 		if (a == ATTEMPT_REFUSED) { /* AUTH, SELECT or the script: no point asking again */
-			if (unsettled(&q)) {
-				/* An earlier request stays unsettled. */
-				char why[sizeof(l->error)];
-				snprintf(why, sizeof(why), "%s", l->error);
-				set_unsure_error(l, why);
-			}
+			stop_unsure(l, &q);
 			out = l->superseded ? LOCK_SUPERSEDED : LOCK_UNAVAILABLE;
 			break;
 		}
@@ -810,6 +815,7 @@ lock_acquire(struct lock *l, struct nodes *ns, int64_t wait, int intr_fd)
 			/* Out of descriptors (or memory) ourselves: no outage to ride out, and
 			 * none that waiting ends. */
 			if (nodes_failed_here(ns)) {
+				stop_unsure(l, &q);
 				out = LOCK_UNAVAILABLE;
 				break;
 			}

@@ -78,6 +78,7 @@ struct conn {
 	bool received_ever;           /* on any connection of this one or the one it is like
 				       * (conn_new_like): it is no TLS port */
 	bool failed_here;             /* the last failure was this process's own */
+	bool for_good;                /* it was a refusal that asking again would not change */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -275,7 +276,7 @@ conn_close(struct conn *c)
 		freeaddrinfo(c->resolved);
 	c->resolved = c->next_resolved = NULL;
 	c->hello_auth = c->hello_select = false;
-	c->failed_here = false;
+	c->failed_here = c->for_good = false;
 	c->gate = 0;
 	c->due = c->unwanted = 0;
 	if (c->reader)
@@ -298,7 +299,7 @@ conn_tls_resumed(const struct conn *c)
 bool
 conn_refused(const struct conn *c)
 {
-	return c->phase == PHASE_CLOSED && c->failure == CONN_REFUSED;
+	return c->phase == PHASE_CLOSED && c->failure == CONN_REFUSED && c->for_good;
 }
 
 const char *
@@ -510,6 +511,11 @@ hello_answer(struct conn *c, const redisReply *r)
 	else
 		c->hello_select = false;
 	if (r->type == REDIS_REPLY_ERROR) {
+		/* A server that is busy, loading or full says no for now: asking again may
+		 * well do. (Its -ERR for too many clients comes ahead of any answer.) */
+		bool for_now = strncmp(r->str, "LOADING", 7) == 0 ||
+			       strncmp(r->str, "BUSY", 4) == 0 ||
+			       strstr(r->str, "max number of clients") != NULL;
 		/* Where the password came from, or that there was none (a user alone). */
 		const char *whence = c->url->password_from ? "; the password came from " : "",
 			   *from = c->url->password_from ? c->url->password_from : "";
@@ -533,6 +539,7 @@ hello_answer(struct conn *c, const redisReply *r)
 		else
 			fail(c, CONN_REFUSED, "authentication refused by %s: %.*s%s%s", c->address,
 			     msg_quoted_len(r->str, strlen(r->str)), r->str, whence, from);
+		c->for_good = !for_now;
 		return;
 	}
 	if (!c->hello_auth && !c->hello_select)
@@ -564,6 +571,7 @@ shake(struct conn *c)
 		return;
 	default:
 		fail(c, CONN_REFUSED, "TLS with %s refused: %s", c->address, why);
+		c->for_good = true;
 		return;
 	}
 }

@@ -130,8 +130,8 @@ const char *conn_error(const struct conn *c);
 /* Whether c was closed, last, by a failure of this process's own as it connected (out of file
  * descriptors or memory: the server was never asked), not of the server's or the network's. */
 bool conn_failed_here(const struct conn *c);
-/* Whether the last opening of c was refused for good (TLS, AUTH, SELECT, the wrong kind of
- * port): asking again would not change the answer. */
+/* Whether the last opening of c was refused for good: the TLS handshake (a certificate), or
+ * AUTH or SELECT, but for a server busy, loading or full. Asking again would not change it. */
 bool conn_refused(const struct conn *c);
 /* "127.0.0.1:6379", "[::1]:6379" or the socket's path. */
 const char *conn_address(const struct conn *c);

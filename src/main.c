@@ -67,12 +67,13 @@ tell_quorum(const struct lock *l, const struct nodes *ns)
 		 nodes_count(ns), nodes_quorum(ns), list,
 		 duration_format(l->valid_until - clock_now(), left, sizeof(left)));
 	/* A server down or restarted is an outage the others ride out, said under -v; one that
-	 * refuses (a certificate, a password) is a mistake to mend before the next one comes. */
+	 * refused (a certificate, a password) is a mistake to mend before the next one comes. A
+	 * refusal that came after the quorum decided is not waited for: said by the next run. */
 	for (size_t i = 0; i < nodes_count(ns); i++)
 		if (!nodes_holds(ns, i) && nodes_refused(ns, i))
 			msg_warn(
-				"%s (the lock is held on the other servers; this one refuses every "
-				"run until that is mended)",
+				"%s (the lock is held on a quorum without it; it refuses every run "
+				"until that is mended)",
 				nodes_error(ns, i));
 }
 

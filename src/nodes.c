@@ -68,6 +68,8 @@ struct node {
 	int64_t heard_at;       /* when it last answered */
 	bool silent;            /* it answered NODE_SILENT late since its last write (see take) */
 	const char *why;        /* why the last request failed, when not the connection's word */
+	bool why_here;          /* why says the Sentinels or their master could not be reached for
+				 * want of a descriptor (or memory) of ours */
 	char error[512];
 	int64_t held_until;           /* our lease there ends then; 0: there is none */
 	long long replicas_connected; /* when WAIT last fell short: how many replicas the
@@ -232,8 +234,7 @@ nodes_failed_here(const struct nodes *ns)
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct node *n = &ns->node[i];
 		/* (A Sentinel node's failure to connect is said in its own words.) */
-		if (n->why ? n->sentinel && sentinel_failed_here(n->sentinel)
-			   : conn_failed_here(n->conn))
+		if (n->why ? n->why_here : conn_failed_here(n->conn))
 			return true;
 	}
 	return false;
@@ -338,6 +339,7 @@ reopen(struct node *n, int64_t deadline, int intr_fd)
 	if (res != CONN_OK) {
 		snprintf(n->error, sizeof(n->error), "%s", sentinel_error(n->sentinel));
 		n->why = n->error;
+		n->why_here = sentinel_failed_here(n->sentinel);
 	}
 	n->confirmed_at = clock_now();
 	return res;
@@ -367,6 +369,7 @@ nodes_send(struct nodes *ns, size_t i, const struct command *cmd, int64_t deadli
 	enum conn_result res;
 
 	n->why = NULL;
+	n->why_here = false;
 	/* An answer that was given up on and is overdue by now will not come: the server is
 	 * stuck, or gone. Start afresh rather than queue behind it. */
 	if (!n->asks && conn_due(n->conn) && now >= n->deadline)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -274,12 +275,20 @@ take_path(const char *option, const char *path, bool dir, const char **out, char
 	struct stat st;
 	char why[128];
 
-	if (!*path || access(path, dir ? R_OK | X_OK : R_OK) < 0) {
+	/* (A file is no directory, whatever access says of its X bit.) */
+	if (!*path || (access(path, dir ? R_OK | X_OK : R_OK) < 0 &&
+		       !(dir && stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))) {
 		usage_error(err, size, "%s '%s': %s%s%s", option, path,
 			    !*path ? "empty"
 			    : dir  ? "not a readable directory"
 				   : "not readable",
 			    *path ? ": " : "", *path ? msg_strerror(errno, why, sizeof(why)) : "");
+		return false;
+	}
+	if (dir && stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		usage_error(err, size, "%s '%s': not a directory%s", option, path,
+			    *option == '-' ? " (a file of CA certificates goes to --cacert)"
+					   : " (a file of CA certificates goes to REDLOCK_CACERT)");
 		return false;
 	}
 	/* A directory of CA certificates given for a file of them: the other option. */
@@ -389,10 +398,11 @@ tls_from_environment(struct opts *o, char *err, size_t size)
 	}
 	/* A security switch takes no guess: "false" must not turn verification off. */
 	if (!o->tls.insecure && (v = getenv("REDLOCK_INSECURE")) && *v) {
-		if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on"))
+		if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		    !strcasecmp(v, "on"))
 			o->tls.insecure = true;
-		else if (strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "false") &&
-			 strcmp(v, "off")) {
+		else if (strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "false") &&
+			 strcasecmp(v, "off")) {
 			usage_error(err, size,
 				    "REDLOCK_INSECURE '%s': give 1 (yes, true, on) to verify no "
 				    "certificate, or 0 (no, false, off)",

@@ -271,22 +271,22 @@ no_passphrase(char *buf, int size, int rwflag, void *arg)
 	return -1;
 }
 
-/* Whether the PEM file at path holds an encrypted key ("ENCRYPTED" in its first lines: PKCS#8's
- * header, or a traditional key's Proc-Type), so that a key that cannot be used is said to be
- * encrypted only when it is. */
+/* Whether the PEM file at path holds an encrypted key ("ENCRYPTED" in a line: PKCS#8's header, or
+ * a traditional key's Proc-Type), so that a key that cannot be used is said to be encrypted only
+ * when it is. */
 static bool
 pem_encrypted(const char *path)
 {
-	char head[512];
-	size_t n;
+	char line[256];
+	bool encrypted = false;
 	FILE *f = fopen(path, "re");
 
-	if (!f)
-		return false;
-	n = fread(head, 1, sizeof(head) - 1, f);
-	fclose(f);
-	head[n] = '\0';
-	return strstr(head, "ENCRYPTED") != NULL;
+	/* (Line by line, the first 1000: a certificate may come before the key.) */
+	for (int i = 0; f && !encrypted && i < 1000 && fgets(line, sizeof(line), f); i++)
+		encrypted = strstr(line, "ENCRYPTED") != NULL;
+	if (f)
+		fclose(f);
+	return encrypted;
 }
 
 /* OpenSSL's queue of errors, as one line (and emptied). */

@@ -15,7 +15,17 @@ setup_file() {
 	wait_until 5 nodes_old 1 1 2 3 4 5
 }
 teardown_file() { quorum_stop; }
-teardown() { deathwatch_stop; }
+teardown() {
+	deathwatch_stop
+	# A password a scenario set goes, whatever became of it: the next one's setup needs none.
+	if [[ -e $dir/requirepass ]]; then
+		[[ ! -e $dir/full ]] || { kill "$(cat "$dir/full")" && wait "$(cat "$dir/full")"; } || true
+		wait_until 5 eval "rcli_on $(cat "$dir/requirepass") -a s3cret --no-auth-warning \
+			config set maxclients 10000 | grep -q OK"
+		rcli_on "$(cat "$dir/requirepass")" -a s3cret --no-auth-warning \
+			config set requirepass "" >/dev/null
+	fi
+}
 
 setup() {
 	local i
@@ -124,14 +134,28 @@ matrix() {
 @test "one server of 3 that refuses the run's password: taken on the others, the refusal said without -v" {
 	# (Old enough that their grants count without the third: see nodes_old.)
 	wait_until 5 nodes_old 2 1 2
+	echo q3 >"$dir/requirepass"
 	rcli_on q3 config set requirepass s3cret >/dev/null
 	run -0 --separate-stderr "$RR" -t 1s -r "$(node_url 1)" -r "$(node_url 2)" \
 		-r "redis://:wrong@127.0.0.1:$(redis_port q3)" job -- echo ran
-	rcli_on q3 -a s3cret --no-auth-warning config set requirepass "" >/dev/null
 	assert_output ran
 	# One line, without -v (the server's own words differ between Redis and Valkey).
 	assert_equal "${#stderr_lines[@]}" 1
-	[[ $stderr == "redlock-run: authentication refused by 127.0.0.1:$(redis_port q3): "*" (the lock is held on the other servers; this one refuses every run until that is mended)" ]]
+	[[ $stderr == "redlock-run: authentication refused by 127.0.0.1:$(redis_port q3): "*" (the lock is held on a quorum without it; it refuses every run until that is mended)" ]]
+	# A server that is full says no for now, not for good: nothing said without -v. (Its
+	# -ERR comes ahead of any answer, and is read as the answer to AUTH.)
+	rcli_on q3 -a s3cret --no-auth-warning config set maxclients 1 >/dev/null
+	# The one client it takes: a connection held open (its pid for teardown).
+	python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(60)' "$(redis_port q3)" &
+	echo $! >"$dir/full"
+	full() { [[ $(rcli_on q3 -a s3cret --no-auth-warning ping 2>&1) == *"max number of clients"* ]]; }
+	wait_until 5 full
+	run -0 --separate-stderr "$RR" -t 1s -r "$(node_url 1)" -r "$(node_url 2)" \
+		-r "redis://:s3cret@127.0.0.1:$(redis_port q3)" job -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ""
 }
 
 @test "one server of 3 frozen from the start: no slower than one request deadline, and it works" {

@@ -277,6 +277,9 @@ while True:
 	[[ $stderr == "redlock-run: --cacert '$certs': a directory, not a file (a directory of CA certificates goes to --cacertdir)"* ]]
 	run -64 --separate-stderr env REDLOCK_CACERT="$certs" "$RR" job -- true
 	[[ $stderr == *"(a directory of CA certificates goes to REDLOCK_CACERTDIR)"* ]]
+	# and a file given for a directory of them
+	run -64 --separate-stderr "$RR" --cacertdir "$certs/ca.crt" job -- true
+	[[ $stderr == "redlock-run: --cacertdir '$certs/ca.crt': not a directory (a file of CA certificates goes to --cacert)"* ]]
 	run --separate-stderr env REDLOCK_CERT=/nonexistent.crt "$RR" job -- true
 	assert_equal "$status" 64
 	run --separate-stderr "$RR" --cert "$certs/client.crt" job -- true
@@ -289,6 +292,10 @@ while True:
 	assert_equal "$status" 64
 	[[ $output == *"an encrypted key is not supported"* ]]
 	[[ $output != *s3cret* ]]
+	# so is one after the certificate in a file that holds both
+	cat "$certs/client.crt" "$dir/encrypted.key" >"$dir/both.pem"
+	run -64 --separate-stderr "$RR" --cert "$dir/both.pem" --key "$dir/both.pem" job -- true
+	[[ $stderr == *"an encrypted key is not supported"* ]]
 	# a key that is no key at all is not called encrypted
 	echo garbage >"$dir/garbage.key"
 	run -64 --separate-stderr "$RR" --cert "$certs/client.crt" --key "$dir/garbage.key" job -- true
