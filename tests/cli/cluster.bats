@@ -77,11 +77,13 @@ moved_on() {
 	wait_until 5 test -s "$dir/ready"
 	"$RR" -r "$url" "$key" -- touch "$dir/ran.killed" &
 	killed=$!
-	wait_until 10 test "$(rcli_on "$m" zcard "{$key}:waiting")" = 1
+	# (Asked on every poll: a "$(...)" in wait_until's arguments is asked once, before it.)
+	waiting() { [[ $(rcli_on "$m" zcard "{$key}:waiting") == "$1" ]]; }
+	wait_until 10 waiting 1
 	# (Its -w only ends it, should the scenario fail: the wait_until below comes first.)
 	"$RR" -r "$url" -w 45s "$key" -- touch "$dir/ran.behind" &
 	behind=$!
-	wait_until 10 test "$(rcli_on "$m" zcard "{$key}:waiting")" = 2
+	wait_until 10 waiting 2
 	kill -KILL "$killed"
 	reap "$killed"
 	assert_equal "$status" 137

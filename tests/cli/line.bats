@@ -270,7 +270,8 @@ killed_at_front() {
 @test "so in a semaphore's line" {
 	"$RR" -l 2 -t 1h job -c "until [ -e $dir/go.other ]; do sleep 0.05; done" &
 	other=$!
-	wait_until 5 test "$(rcli zcard job)" = 2
+	holders() { [[ $(rcli zcard job) == "$1" ]]; } # (asked on every poll)
+	wait_until 5 holders 2
 	killed_at_front 1 -l 2
 	touch "$dir/go.other"
 	reap_ok "$other"

@@ -57,7 +57,8 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 	"$RR" -t 2s job -c "echo ready > $dir/granted; until [ -e $dir/go ]; do sleep 0.02; done" &
 	waiter=$!
 	wait_until 5 in_line 1
-	wait_until 5 test -n "$(blocked_ids main)"
+	blocked() { [[ -n $(blocked_ids main) ]]; } # (asked on every poll)
+	wait_until 5 blocked
 	# The holder gone and its key deleted by hand, the waiter's BLPOP is answered nil
 	# long before the 20s it blocks for: its queued attempt takes the lock.
 	kill -KILL "$holder"
