@@ -663,13 +663,15 @@ give_up_point(const struct lock *l, const struct acquisition *q)
 	return q->wait == 0 ? time_min(t, q->unsure_since + l->io_timeout) : t;
 }
 
+/* A wait for replicas that do not acknowledge is said once after this long (see retry_later). */
+#define STILL_TRYING_AFTER (5 * NS_PER_S)
+
 /*
  * Too few nodes answered (l->error says how), or said "not now": pauses, 10ms at first and
  * twice as long each time up to a tenth of the TTL (so that a request that may have landed is
  * asked about several times within its lease) and at most a second. LOCK_ACQUIRED means "try
  * again"; otherwise, how to end: when a wait ran out, 75 if the lock was seen held, else 69.
  */
-#define STILL_TRYING_AFTER (5 * NS_PER_S)
 static enum lock_result
 retry_later(struct lock *l, struct acquisition *q, int intr_fd)
 {

@@ -233,7 +233,8 @@ nodes_failed_here(const struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct node *n = &ns->node[i];
-		/* (A Sentinel node's failure to connect is said in its own words.) */
+		/* (A failure told in the node's own words, as a Sentinel node's is, was ours only
+		 * when the reopen that failed said so.) */
 		if (n->why ? n->why_here : conn_failed_here(n->conn))
 			return true;
 	}
