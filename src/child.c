@@ -209,7 +209,7 @@ child_prepare(struct child *ch, char *argv[])
 		return -1;
 	}
 	ch->guard_fd = fds[1];
-	ch->guard_until = TIME_NEVER;
+	ch->guard_until = ch->guard_held = TIME_NEVER;
 	return 0;
 }
 
@@ -219,8 +219,11 @@ child_guard_until(struct child *ch, int64_t deadline)
 	if (ch->guard_fd < 0 || ch->guard <= 0 || ch->pgid <= 0 || deadline == ch->guard_until)
 		return;
 	/* (8 bytes: a pipe writes them whole or not at all.) */
-	if (write(ch->guard_fd, &deadline, sizeof(deadline)) == (ssize_t)sizeof(deadline))
+	if (write(ch->guard_fd, &deadline, sizeof(deadline)) == (ssize_t)sizeof(deadline)) {
+		/* A guard starved as we were may not have read it yet. */
+		ch->guard_held = time_min(ch->guard_until, deadline);
 		ch->guard_until = deadline;
+	}
 }
 
 /*

@@ -20,6 +20,7 @@ struct child {
 	pid_t guard;         /* the guard */
 	int guard_fd;        /* our end of the guard's pipe */
 	int64_t guard_until; /* the last deadline the guard was given (see child_guard_until) */
+	int64_t guard_held;  /* the earliest it may still act on: the one before, until it reads */
 	int tty_fd;          /* the terminal we are the foreground job of, or -1 */
 	bool piped;          /* we are one command of a pipeline on that terminal */
 	bool handed;         /* the command's group is to have the terminal */

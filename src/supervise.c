@@ -453,7 +453,7 @@ reap(const struct supervision *s, struct state *st)
 		st->exited = true;
 		st->wait_status = status;
 		st->guard_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-				   s->child->guard > 0 && clock_now() >= s->child->guard_until;
+				   s->child->guard > 0 && clock_now() >= s->child->guard_held;
 	}
 }
 
