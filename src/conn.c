@@ -79,6 +79,7 @@ struct conn {
 				       * (conn_new_like): it is no TLS port */
 	bool failed_here;             /* the last failure was this process's own */
 	bool for_good;                /* it was a refusal that asking again would not change */
+	bool not_now;                 /* the server answered AUTH or SELECT "not now" */
 	struct sockaddr_storage last; /* the TCP address that worked last */
 	socklen_t last_len;
 	char address[300];
@@ -276,7 +277,7 @@ conn_close(struct conn *c)
 		freeaddrinfo(c->resolved);
 	c->resolved = c->next_resolved = NULL;
 	c->hello_auth = c->hello_select = false;
-	c->failed_here = c->for_good = false;
+	c->failed_here = c->for_good = c->not_now = false;
 	c->gate = 0;
 	c->due = c->unwanted = 0;
 	if (c->reader)
@@ -294,6 +295,24 @@ bool
 conn_tls_resumed(const struct conn *c)
 {
 	return c->tls && tls_resumed(c->tls);
+}
+
+bool
+conn_error_not_now(const char *error)
+{
+	static const char *const prefixes[] = { "LOADING ", "BUSY ", "MASTERDOWN ",
+						"ERR max number of clients" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(error, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+bool
+conn_not_now(const struct conn *c)
+{
+	return c->phase == PHASE_CLOSED && c->failure == CONN_FAILED && c->not_now;
 }
 
 bool
@@ -500,6 +519,16 @@ greet(struct conn *c)
 	write_some(c);
 }
 
+/* The server said "not now" (conn_error_not_now) as c opened: asking again may well do, an
+ * outage rather than a refusal. */
+static void
+fail_not_now(struct conn *c, const char *error)
+{
+	fail(c, CONN_FAILED, "%s cannot take a client now: %.*s", c->address,
+	     msg_quoted_len(error, strlen(error)), error);
+	c->not_now = true;
+}
+
 /* Checks the answer to AUTH or SELECT (in that order); a refusal closes the connection. */
 static void
 hello_answer(struct conn *c, const redisReply *r)
@@ -510,12 +539,11 @@ hello_answer(struct conn *c, const redisReply *r)
 		c->hello_auth = false;
 	else
 		c->hello_select = false;
+	if (r->type == REDIS_REPLY_ERROR && conn_error_not_now(r->str)) {
+		fail_not_now(c, r->str);
+		return;
+	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		/* A server that is busy, loading or full says no for now: asking again may
-		 * well do. (Its -ERR for too many clients comes ahead of any answer.) */
-		bool for_now = strncmp(r->str, "LOADING", 7) == 0 ||
-			       strncmp(r->str, "BUSY", 4) == 0 ||
-			       strstr(r->str, "max number of clients") != NULL;
 		/* Where the password came from, or that there was none (a user alone). */
 		const char *whence = c->url->password_from ? "; the password came from " : "",
 			   *from = c->url->password_from ? c->url->password_from : "";
@@ -539,7 +567,7 @@ hello_answer(struct conn *c, const redisReply *r)
 		else
 			fail(c, CONN_REFUSED, "authentication refused by %s: %.*s%s%s", c->address,
 			     msg_quoted_len(r->str, strlen(r->str)), r->str, whence, from);
-		c->for_good = !for_now;
+		c->for_good = true;
 		return;
 	}
 	if (!c->hello_auth && !c->hello_select)
@@ -825,6 +853,31 @@ closed_by_server(struct conn *c)
 		    c->tls ? tls_closed_hint(c->tls) : "");
 }
 
+/*
+ * A server that closed the connection as we wrote to it may have said why first, ahead of any
+ * answer (one with as many clients as it takes does): then that error, if it is there to read,
+ * is the failure. True when it was (c is closed then).
+ */
+static bool
+said_why(struct conn *c)
+{
+	char buf[512], *end;
+	ssize_t n = c->received ? -1 : recv(c->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+
+	if (n < 3 || buf[0] != '-')
+		return false;
+	buf[n] = '\0';
+	if (!(end = strstr(buf, "\r\n")))
+		return false;
+	*end = '\0';
+	if (conn_error_not_now(buf + 1))
+		fail_not_now(c, buf + 1);
+	else
+		fail(c, CONN_FAILED, "%s closed the connection: %.*s", c->address,
+		     msg_quoted_len(buf + 1, strlen(buf + 1)), buf + 1);
+	return true;
+}
+
 /* How much of the queue may go out now. */
 static size_t
 sendable(const struct conn *c)
@@ -865,6 +918,8 @@ write_some(struct conn *c)
 			     MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return CONN_OK;
+		if ((errno == EPIPE || errno == ECONNRESET) && said_why(c))
+			return c->failure;
 		return fail_errno(c, "lost the connection to", errno);
 	}
 	c->out_sent += (size_t)n;

@@ -131,8 +131,15 @@ const char *conn_error(const struct conn *c);
  * descriptors or memory: the server was never asked), not of the server's or the network's. */
 bool conn_failed_here(const struct conn *c);
 /* Whether the last opening of c was refused for good: the TLS handshake (a certificate), or
- * AUTH or SELECT, but for a server busy, loading or full. Asking again would not change it. */
+ * AUTH or SELECT. Asking again would not change it. */
 bool conn_refused(const struct conn *c);
+/* Whether the last opening of c failed on a server that answered AUTH or SELECT "not now"
+ * (conn_error_not_now): it is there, and may take us later. */
+bool conn_not_now(const struct conn *c);
+/* Whether an error reply says "not now" rather than "no": a restarted server still loading its
+ * data, one busy with a long script, a replica that lost its master, a server that has as many
+ * clients as it takes (its error comes ahead of any answer). */
+bool conn_error_not_now(const char *error);
 /* "127.0.0.1:6379", "[::1]:6379" or the socket's path. */
 const char *conn_address(const struct conn *c);
 

@@ -474,19 +474,6 @@ queue_refusal(struct lock *l, const char *e)
 	return true;
 }
 
-/* An error reply that says "not now" rather than "no": a restarted server still loading its
- * data, one busy with a long script, a replica that lost its master. */
-static bool
-not_now(const char *error)
-{
-	static const char *const prefixes[] = { "LOADING ", "BUSY ", "MASTERDOWN " };
-
-	for (size_t i = 0; i < ARRAY_LEN(prefixes); i++)
-		if (strncmp(error, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
-	return false;
-}
-
 enum acquire_reply
 parse_acquire(struct lock *l, const char *address, const struct reply *r, long long *age,
 	      char *run_id)
@@ -504,13 +491,15 @@ parse_acquire(struct lock *l, const char *address, const struct reply *r, long l
 	if (reply_type(r) == REPLY_ERROR) {
 		const char *e = reply_string(r, NULL);
 		char said[400];
-		set_error(l, "%s refused to take %s: %s%s", address, l->key,
-			  refusal(r, said, sizeof(said)),
+		set_error(l,
+			  conn_error_not_now(e) ? "%s cannot take %s now: %s%s"
+						: "%s refused to take %s: %s%s",
+			  address, l->key, refusal(r, said, sizeof(said)),
 			  strncmp(e, "WRONGTYPE", 9) != 0 ? ""
 			  : l->limit > 1 ? "; it is used as a lock (without --limit) elsewhere"
 					 : "; it holds another type of value, not redlock-run's");
 		l->mismatched = strncmp(e, "LIMIT ", 6) == 0;
-		return not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
+		return conn_error_not_now(e) ? REPLY_NOT_NOW : REPLY_REFUSED;
 	}
 	if (reply_type(r) != REPLY_ARRAY || reply_count(r) < 2 ||
 	    reply_type(e0 = reply_element(r, 0)) != REPLY_INTEGER ||

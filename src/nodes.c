@@ -796,7 +796,8 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		return TAKEN;
 	}
 	a->result = conn_recv(n->conn, &a->reply, n->deadline, -1);
-	n->reached = n->reached || a->result == CONN_OK;
+	/* (A server that said "not now" to AUTH or SELECT is there: an outage to ride out.) */
+	n->reached = n->reached || a->result == CONN_OK || conn_not_now(n->conn);
 	if (a->result == CONN_OK) {
 		int64_t now = clock_now(),
 			due = time_max(time_max(n->asked_at, conn_opened_at(n->conn)), n->heard_at);

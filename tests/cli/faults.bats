@@ -15,7 +15,10 @@ setup() {
 teardown() {
 	# A run that a failed scenario left behind (a lease of an hour) must not keep bats waiting.
 	# (Only while it is still our job: one reaped may have lent its pid to another process.)
-	[[ -z ${p:-} ]] || ! jobs -p | grep -qx "$p" || kill -KILL "$p" 2>/dev/null || true
+	local run
+	for run in ${p:-} ${p2:-}; do
+		! jobs -p | grep -qx "$run" || kill -KILL "$run" 2>/dev/null || true
+	done
 	deathwatch_stop
 	redis_stop fault
 }
@@ -357,6 +360,39 @@ PY
 	[[ $stderr == *"closed the connection" ]]
 	[[ $stderr != *"if the lock was taken"* ]]
 	assert_equal "$(cat "$dir/count")" 1
+}
+
+@test "a server with as many clients as it takes: a wait rides it out, -n says so at once" {
+	rcli_on fault config set maxclients 1 >/dev/null
+	# The one client it takes: a connection held open.
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+time.sleep(60)' "$(redis_sock fault)" 3>&- &
+	blocker=$!
+	full() { [[ $(rcli_on fault ping 2>&1) == *"max number of clients"* ]]; }
+	wait_until 5 full
+	# Its -ERR comes ahead of any answer: read as the script's (no AUTH or SELECT to send), as
+	# the answer to SELECT, or after the server hung up on what we sent.
+	run --separate-stderr "$RR" -n job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr =~ ^"redlock-run: $(redis_sock fault) cannot take "(job|a client)" now: ERR max number of clients reached"$ ]]
+	run --separate-stderr "$RR" -n -r "unix://$(redis_sock fault)?db=1" job -- echo never
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: $(redis_sock fault) cannot take a client now: ERR max number of clients reached"
+	# Waiting runs ask again until there is a place, as for a server that is down.
+	"$RR" -v -w 1h job -- echo ran >"$dir/out1" 2>"$dir/err1" &
+	p=$!
+	"$RR" -v -w 1h -r "unix://$(redis_sock fault)?db=1" job -- echo ran >"$dir/out2" 2>"$dir/err2" &
+	p2=$!
+	wait_until 10 grep -q "now: ERR max number of clients reached; trying again until the wait ends" "$dir/err1"
+	wait_until 10 grep -q "now: ERR max number of clients reached; trying again until the wait ends" "$dir/err2"
+	kill "$blocker"
+	reap "$p"
+	assert_equal "$status" 0
+	reap "$p2"
+	assert_equal "$status" 0
+	assert_equal "$(cat "$dir/out1" "$dir/out2")" $'ran\nran'
 }
 
 @test "a zombie that a parent gone from the group left behind does not keep the lock" {
