@@ -838,7 +838,9 @@ lock_renew(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd,
 		}
 	}
 	if (res == CONN_INTERRUPTED) {
-		nodes_cancel(ns);
+		/* (The release follows on the same connections: the answers still due are
+		 * dropped as they come, and the server takes the release after them.) */
+		nodes_let_go(ns);
 		return LOCK_RENEW_INTERRUPTED;
 	}
 	if (told) {

@@ -419,17 +419,10 @@ main(int argc, char *argv[])
 	msg_info("done after %s: exit status %d",
 		 duration_format(clock_now() - lock.held_since, err, sizeof(err)), out.status);
 	child_finish(&child, out.forwarded ? 0 : out.signal);
-	/* A renewal racing the release is harmless (both compare the token): the watchdog is
-	 * told to stop, and waited for only once the lock is given back. One that would undo
-	 * what --min-hold leaves of the lease is waited for first, as is one that may give the
-	 * lock to a node that did not have it (several nodes). */
-	watchdog_stop(wd);
-	if (lock_hold_left(&lock, clock_now()) > 0 || nodes_count(nodes) > 1) {
-		watchdog_free(wd);
-		wd = NULL;
-	}
-	release(&lock, nodes, &out);
+	/* The watchdog gives the connections back (a renewal in flight is interrupted; the
+	 * server takes the release after it). */
 	watchdog_free(wd);
+	release(&lock, nodes, &out);
 	child_free(&child);
 
 	nodes_free(nodes);

@@ -506,7 +506,9 @@ query_eviction_warning(struct nodes *ns, int64_t deadline, int intr_fd, char *bu
 		}
 		reply_free(a.reply);
 	}
-	nodes_forget(ns);
+	/* A server that did not answer in time may never do: the release must not queue behind
+	 * it on the same connection. */
+	nodes_cancel(ns);
 	return found;
 }
 

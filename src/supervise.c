@@ -510,8 +510,7 @@ supervise(const struct supervision *s)
 			{ watchdog_fd(s->watchdog), POLLIN, 0 },
 			{ timer, POLLIN, 0 },
 			{ s->signals->cont_fd, POLLIN, 0 },
-			{ watchdog_due(s->watchdog) == TIME_NEVER ? -1 : nodes_watch_fd(s->nodes),
-			  POLLIN, 0 },
+			{ -1, POLLIN, 0 },
 		};
 		int64_t now, next;
 		struct watchdog_event ev;
@@ -545,6 +544,10 @@ supervise(const struct supervision *s)
 				its.it_value = clock_timespec(time_max(next, 1));
 			timerfd_settime(timer, TFD_TIMER_ABSTIME, &its, NULL);
 		}
+		/* The connection the lock was taken on, until the watchdog has it (on_time may
+		 * just have started it: from then on, only its thread touches the nodes). */
+		if (watchdog_due(s->watchdog) != TIME_NEVER)
+			p[4].fd = nodes_watch_fd(s->nodes);
 		if (poll(p, 5, poll_timeout(timer, next)) < 0 && errno != EINTR) {
 			/* Out of kernel memory, most likely: the command still runs and its
 			 * lease still ends on time, so we look again a tick later, never leave

@@ -123,6 +123,7 @@ tls_closed_hint(const struct tls *t)
 	X(SSL_get_ex_data)                                                                         \
 	X(SSL_set_session)                                                                         \
 	X(SSL_session_reused)                                                                      \
+	X(SSL_set_shutdown)                                                                        \
 	X(SSL_SESSION_free)                                                                        \
 	X(SSL_connect)                                                                             \
 	X(SSL_read_ex)                                                                             \
@@ -451,7 +452,14 @@ tls_free(struct tls *t)
 {
 	if (!t)
 		return;
-	p_SSL_free(t->ssl); /* no close_notify: the socket is closed anyway */
+	/* No close_notify: the socket is closed anyway. One that carried answers counts as shut
+	 * down all the same, else OpenSSL marks its session as not to be resumed, and the next
+	 * connection to the server (after it closed this one: an idle timeout, CLIENT KILL) pays
+	 * for a full handshake. (Every reply is framed: an end cut short is never taken for a
+	 * whole one.) */
+	if (t->read_any)
+		p_SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+	p_SSL_free(t->ssl);
 	if (t->leaf)
 		p_X509_free(t->leaf);
 	free(t);

@@ -14,8 +14,8 @@
 #include "query.h"
 
 struct watchdog {
-	struct lock lock; /* the watchdog's own copy: its error fields are written here */
-	struct nodes *nodes;
+	struct lock lock;    /* the watchdog's own copy: its error fields are written here */
+	struct nodes *nodes; /* the caller's, lent while the thread runs */
 	int64_t round;       /* when the renewal in flight was sent */
 	bool told;           /* whether the first renewal that resumed a TLS session was told */
 	bool asked_eviction; /* whether the servers were asked if they may evict locks */
@@ -160,8 +160,6 @@ run(void *arg)
 			break;
 		}
 	}
-	nodes_free(w->nodes);
-	w->nodes = NULL;
 	return NULL;
 }
 
@@ -175,7 +173,7 @@ close_pair(int fds[2])
 }
 
 struct watchdog *
-watchdog_new(const struct lock *l, const struct nodes *ns)
+watchdog_new(const struct lock *l, struct nodes *ns)
 {
 	struct watchdog *w = calloc(1, sizeof(*w));
 	int err;
@@ -187,11 +185,10 @@ watchdog_new(const struct lock *l, const struct nodes *ns)
 	 * and one that restarts is noticed, before the first renewal. */
 	w->due = nodes_count(ns) > 1 ? clock_now() : l->acquired_at + renewal_period(l);
 	w->events[0] = w->events[1] = w->stop[0] = w->stop[1] = -1;
-	if ((w->nodes = nodes_new_like(ns)) && pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 &&
-	    pipe2(w->stop, O_CLOEXEC) == 0)
+	w->nodes = ns;
+	if (pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(w->stop, O_CLOEXEC) == 0)
 		return w;
 	err = errno;
-	nodes_free(w->nodes);
 	close_pair(w->events);
 	close_pair(w->stop);
 	free(w);
@@ -252,7 +249,7 @@ watchdog_take(struct watchdog *w, struct watchdog_event *ev)
 	return read(w->events[0], ev, sizeof(*ev)) == (ssize_t)sizeof(*ev);
 }
 
-void
+static void
 watchdog_stop(struct watchdog *w)
 {
 	if (w && w->stop[1] >= 0) {
@@ -269,8 +266,6 @@ watchdog_free(struct watchdog *w)
 	watchdog_stop(w);
 	if (w->running)
 		pthread_join(w->thread, NULL);
-	else
-		nodes_free(w->nodes); /* the thread frees them when it ends */
 	close_pair(w->stop);
 	close_pair(w->events);
 	free(w);

@@ -1,10 +1,10 @@
 /*
  * The watchdog: the one extra thread. It renews the lease every TTL/3 (every second at most
- * with --cancel-running) on a connection of its own (thread and connection start only when the
- * first renewal is due, or when the server closes the connection the lock was taken on; over
- * several servers, at once), retries soon after a failure, and reports what happens as events
- * on a pipe. It never signals the command: deciding what a
- * failure means is supervise's job.
+ * with --cancel-running) on the connections the lock was taken on, which are its own while it
+ * runs (it starts only when the first renewal is due, or when the server closes the connection;
+ * over several servers, at once), retries soon after a failure, and reports what happens as
+ * events on a pipe. It never signals the command: deciding what a failure means is supervise's
+ * job.
  */
 #ifndef REDLOCK_WATCHDOG_H
 #define REDLOCK_WATCHDOG_H
@@ -39,17 +39,19 @@ struct watchdog_event {
 	char cause[512];
 };
 
-/* A watchdog for the lock l (already acquired on ns), which it copies; it will use connections
- * of its own to the same nodes. No thread runs yet, so a command that ends before its first
- * renewal is due never pays for one. NULL with errno set when out of resources. */
-struct watchdog *watchdog_new(const struct lock *l, const struct nodes *ns);
+/* A watchdog for the lock l (already acquired on ns), which it copies. No thread runs yet, so a
+ * command that ends before its first renewal is due never pays for one. Once it runs, ns is
+ * the thread's until watchdog_free returns: nothing else may touch it meanwhile. (Renewals on
+ * the connections the lock was taken on cost no new connection, and keep going when the server
+ * takes no more clients or the password changed.) NULL with errno set when out of resources. */
+struct watchdog *watchdog_new(const struct lock *l, struct nodes *ns);
 
 /* When the thread must be running to make the first renewal (TTL/3 after the lock was
  * taken): TIME_NEVER once watchdog_start was called. */
 int64_t watchdog_due(const struct watchdog *w);
 
-/* Makes the first renewal due now, when the thread has not started (else false: it watches its
- * own connections): a server closed the connection the lock was taken on (a restart, most
+/* Makes the first renewal due now, when the thread has not started (else false: it watches the
+ * connections itself): a server closed the connection the lock was taken on (a restart, most
  * likely, which may have lost the lock). */
 bool watchdog_hurry(struct watchdog *w);
 
@@ -62,9 +64,9 @@ int watchdog_fd(const struct watchdog *w);
 /* Takes one event: 1, or 0 when there is none. */
 int watchdog_take(struct watchdog *w, struct watchdog_event *ev);
 
-/* Asks the thread to stop, interrupting a renewal in flight, and returns at once. */
-void watchdog_stop(struct watchdog *w);
-/* Stops the thread if it was not, waits for it, and frees w. */
+/* Stops the thread, interrupting a renewal in flight (its answers are dropped as they come:
+ * the next request on those connections goes out at once), waits for it, and frees w. The
+ * nodes are the caller's again. */
 void watchdog_free(struct watchdog *w);
 
 #endif

@@ -395,6 +395,25 @@ time.sleep(60)' "$(redis_sock fault)" 3>&- &
 	assert_equal "$(cat "$dir/out1" "$dir/out2")" $'ran\nran'
 }
 
+@test "a holder renews on its own connection: a server full of clients, a password changed, change nothing" {
+	sock=$(redis_sock fault)
+	# Renewals at 200ms, 400ms...: on the connection the lock was taken on, which the server
+	# took before it was full.
+	run --separate-stderr "$RR" -v -t 600ms job -c \
+		"redis-cli -s $sock config set maxclients 1 >/dev/null; sleep 1"
+	assert_success
+	(($(grep -c '^redlock-run: renewed job$' <<<"$stderr") >= 2))
+	assert_equal "$(rcli_on fault exists job)" 0
+	rcli_on fault config set maxclients 10000 >/dev/null
+	# A password set (rotated) while the run holds the lock: its connection stays
+	# authenticated, and the release goes out on it.
+	run --separate-stderr "$RR" -v -t 600ms job -c \
+		"redis-cli -s $sock config set requirepass s3cret >/dev/null; sleep 1"
+	assert_success
+	(($(grep -c '^redlock-run: renewed job$' <<<"$stderr") >= 2))
+	assert_equal "$(rcli_on fault -a s3cret --no-auth-warning exists job)" 0
+}
+
 @test "a zombie that a parent gone from the group left behind does not keep the lock" {
 	"$RR" -t 3s job -c "python3 -c '
 import os, time

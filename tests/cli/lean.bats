@@ -72,15 +72,16 @@ connections() {
 	assert_equal "$(calls evalsha)" 2
 }
 
-@test "the watchdog connects only when the first renewal is due" {
+@test "renewals go over the connection the lock was taken on: one connection, however long" {
 	before=$(connections)
 	run "$RR" -t 30s job -- sleep 0.3 # ends long before TTL/3, however busy the machine
 	assert_success
-	assert_equal $(($(connections) - before)) 2
+	assert_equal $(($(connections) - before)) 2 # (one of them ours, for INFO)
 	before=$(connections)
-	run "$RR" -t 600ms job -- sleep 0.5 # renews at 200ms and 400ms
+	run --separate-stderr "$RR" -v -t 600ms job -- sleep 0.5 # renews at 200ms and 400ms
 	assert_success
-	assert_equal $(($(connections) - before)) 3
+	grep -q '^redlock-run: renewed job$' <<<"$stderr"
+	assert_equal $(($(connections) - before)) 2
 }
 
 @test "an address literal or a Unix socket is never resolved: no hosts file, no NSS" {
@@ -113,13 +114,16 @@ connections() {
 	grep -qF '/proc/self/fd/2' "$dir/trace.v"
 }
 
-@test "a host name is resolved once: the watchdog connects to the address that worked" {
+@test "a host name is resolved once: a connection opened again goes to the address that worked" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	strace -f -e trace=openat -o "$dir/trace" true 2>/dev/null || skip "strace cannot trace here"
 	redis_start_tcp tcp
 	export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer cannot work under ptrace
+	# The command has the server close the run's connection: the watchdog opens another.
 	strace -f -e trace=openat -o "$dir/trace" \
-		"$RR" -r "redis://localhost:$(redis_port tcp)" -t 600ms job -- sleep 0.5
+		"$RR" -v -r "redis://localhost:$(redis_port tcp)" -t 30s job -c \
+		"redis-cli -p $(redis_port tcp) client kill type normal >/dev/null; sleep 1" 2>"$dir/err"
+	grep -q '^redlock-run: renewed job$' "$dir/err"
 	run redis-cli -p "$(redis_port tcp)" exists '{job}:fence'
 	assert_output 1
 	run grep -c '"/etc/hosts"' "$dir/trace"

@@ -105,11 +105,23 @@ sentinel_knows_tls() {
 	((b_start >= a_end && b_start - a_end < 10000000))
 }
 
+# The server's count of connections it took.
+connections() {
+	rcli_on tls info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'
+}
+
 @test "over TLS, a command running three TTLs keeps the lock through its renewals" {
+	before=$(connections)
 	run --separate-stderr "$RR" -v -t 300ms job -- sleep 1
 	assert_success
 	(($(grep -c 'renewed job' <<<"$stderr") >= 3))
-	# the watchdog's connection resumed the first one's session: no full handshake
+	# all on the connection the lock was taken on: one handshake (one connection is ours)
+	assert_equal $(($(connections) - before)) 2
+	# A connection the server closed is opened again on the first one's session: no full
+	# handshake.
+	run --separate-stderr "$RR" -v -t 30s job -c \
+		"redis-cli -s $(redis_sock tls) client kill type normal >/dev/null; sleep 1"
+	assert_success
 	assert_equal "$(grep -c '^redlock-run: renewed job (TLS session resumed)$' <<<"$stderr")" 1
 }
 
