@@ -98,25 +98,6 @@ cluster_new(const struct redis_url *url)
 	return c;
 }
 
-struct cluster *
-cluster_new_like(const struct cluster *like)
-{
-	struct cluster *c = cluster_new(like->url);
-
-	if (c && like->owner_known &&
-	    aim(&c->target, like->url, like->target.host, like->target.port) < 0) {
-		cluster_free(c);
-		return NULL;
-	}
-	if (c) {
-		c->owner_known = like->owner_known;
-		c->seed = like->seed;
-		memcpy(c->known, like->known, sizeof(c->known));
-		c->nknown = like->nknown;
-	}
-	return c;
-}
-
 void
 cluster_free(struct cluster *c)
 {

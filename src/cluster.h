@@ -19,8 +19,6 @@ struct cluster;
 /* For url (a server URL, or a cluster URL's seeds), which must outlive it. NULL when out of
  * memory. */
 struct cluster *cluster_new(const struct redis_url *url);
-/* Another, for another thread, that starts where c has got to. */
-struct cluster *cluster_new_like(const struct cluster *c);
 void cluster_free(struct cluster *c);
 
 /* The server to send to now: the slot's owner, or a seed. Its address changes in place. */

@@ -75,8 +75,7 @@ struct conn {
 	size_t tls_unsent;            /* a TLS write waiting to be tried again: that many bytes */
 	bool read_wants_write;        /* a TLS read needs the socket writable first */
 	bool received;                /* anything came from the server on this connection */
-	bool received_ever;           /* on any connection of this one or the one it is like
-				       * (conn_new_like): it is no TLS port */
+	bool received_ever;           /* on any opening of this connection: it is no TLS port */
 	bool failed_here;             /* the last failure was this process's own */
 	bool for_good;                /* it was a refusal that asking again would not change */
 	bool not_now;                 /* the server answered AUTH or SELECT "not now" */
@@ -197,19 +196,6 @@ conn_new(const struct redis_url *url)
 	c->fd = -1;
 	url_address(url, c->address, sizeof(c->address));
 	return c;
-}
-
-struct conn *
-conn_new_like(const struct conn *c)
-{
-	struct conn *n = conn_new(c->url);
-
-	if (n) {
-		n->last = c->last;
-		n->last_len = c->last_len;
-		n->received_ever = c->received_ever;
-	}
-	return n;
 }
 
 void

@@ -42,9 +42,6 @@ void conn_print_libraries(FILE *out);
 
 /* A closed connection to url, which must outlive it. NULL when out of memory. */
 struct conn *conn_new(const struct redis_url *url);
-/* Another closed connection to the same server, which will try the address c last
- * connected to before resolving the host name again. */
-struct conn *conn_new_like(const struct conn *c);
 void conn_free(struct conn *c);
 
 /* The most connections one wait can drive (conn_wait_any). */

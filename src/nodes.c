@@ -59,7 +59,7 @@ struct node {
 	unsigned resends;       /* how often they were sent again after a failover */
 	unsigned redirects;     /* how often the first was redirected (-MOVED, -ASK) */
 	unsigned seeds_tried;   /* how many places could not be reached for it */
-	bool reached;           /* it answered once this run (or the run this one is like) */
+	bool reached;           /* it answered once this run */
 	bool moving;            /* the first request was sent again elsewhere (see nodes_moving) */
 	int64_t retry_at;       /* its master gone, the requests go out again then; 0: no */
 	int64_t pause;          /* before asking again after -TRYAGAIN or -CLUSTERDOWN */
@@ -100,25 +100,21 @@ alloc_nodes(size_t n)
 }
 
 /* Node n's connection, to url: to the server it names, to the master its Sentinels name (asked
- * afresh), or through a cluster's seeds. like, when not NULL, is another thread's node for the
- * same URL, whose knowledge it starts from. -1 when out of memory. */
+ * afresh), or through a cluster's seeds. -1 when out of memory. */
 static int
-connect_node(struct node *n, const struct redis_url *url, const struct node *like)
+connect_node(struct node *n, const struct redis_url *url)
 {
 	n->url = url;
 	if (url->master) {
-		n->sentinel = like ? sentinel_new_like(like->sentinel) : sentinel_new(url);
-		if (!n->sentinel)
+		if (!(n->sentinel = sentinel_new(url)))
 			return -1;
 		n->conn = conn_new(sentinel_master(n->sentinel));
-	} else if (url->cluster || (like && like->cluster)) {
-		n->cluster =
-			like && like->cluster ? cluster_new_like(like->cluster) : cluster_new(url);
-		if (!n->cluster)
+	} else if (url->cluster) {
+		if (!(n->cluster = cluster_new(url)))
 			return -1;
 		n->conn = conn_new(cluster_target(n->cluster));
 	} else {
-		n->conn = like ? conn_new_like(like->conn) : conn_new(url);
+		n->conn = conn_new(url);
 	}
 	return n->conn ? 0 : -1;
 }
@@ -129,30 +125,7 @@ nodes_new(const struct redis_url *urls, size_t n)
 	struct nodes *ns = alloc_nodes(n);
 
 	for (size_t i = 0; ns && i < n; i++) {
-		if (connect_node(&ns->node[i], &urls[i], NULL) < 0) {
-			nodes_free(ns);
-			return NULL;
-		}
-	}
-	return ns;
-}
-
-struct nodes *
-nodes_new_like(const struct nodes *like)
-{
-	struct nodes *ns = alloc_nodes(like->n);
-
-	if (ns) {
-		ns->replicas = like->replicas;
-		memcpy(ns->replicas_wait, like->replicas_wait, sizeof(ns->replicas_wait));
-	}
-	for (size_t i = 0; ns && i < ns->n; i++) {
-		const struct node *l = &like->node[i];
-		struct node *n = &ns->node[i];
-
-		n->held_until = l->held_until;
-		n->reached = l->reached;
-		if (connect_node(n, l->url, l) < 0) {
+		if (connect_node(&ns->node[i], &urls[i]) < 0) {
 			nodes_free(ns);
 			return NULL;
 		}

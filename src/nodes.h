@@ -27,9 +27,6 @@ struct nodes;
 /* Closed connections to the n servers of urls, which must outlive them. NULL when out of
  * memory. */
 struct nodes *nodes_new(const struct redis_url *urls, size_t n);
-/* Another set of connections to the same servers, which knows what each node holds for us
- * (see nodes_hold) and tries the addresses they last connected to first. */
-struct nodes *nodes_new_like(const struct nodes *ns);
 void nodes_free(struct nodes *ns);
 
 size_t nodes_count(const struct nodes *ns);

@@ -65,27 +65,6 @@ sentinel_new(const struct redis_url *url)
 	return alloc_sentinel(url);
 }
 
-struct sentinel *
-sentinel_new_like(const struct sentinel *like)
-{
-	struct sentinel *s = alloc_sentinel(like->url);
-
-	if (s) {
-		s->last = like->last;
-		memcpy(s->first, like->first, sizeof(s->first));
-		/* The master found last, to fall back on when no Sentinel answers (see
-		 * sentinel_connect): a watchdog's first renewal needs no Sentinel. */
-		if (like->master.host && !(s->master.host = strdup(like->master.host))) {
-			sentinel_free(s);
-			return NULL;
-		}
-		s->master.port = like->master.port;
-		if (s->master.host)
-			s->master.master = NULL; /* named by its address, as retarget does */
-	}
-	return s;
-}
-
 void
 sentinel_free(struct sentinel *s)
 {

@@ -24,9 +24,6 @@ struct sentinel;
 
 /* For url, a Sentinel URL, which must outlive it. NULL when out of memory. */
 struct sentinel *sentinel_new(const struct redis_url *url);
-/* Another, for another thread, which asks first the Sentinel that answered s last, and counts
- * a failover from the master s found first. */
-struct sentinel *sentinel_new_like(const struct sentinel *s);
 void sentinel_free(struct sentinel *s);
 
 /* The master's URL: the Sentinel URL's credentials and db, at the address found last (until
@@ -57,7 +54,7 @@ bool sentinel_failed_here(const struct sentinel *s);
  */
 bool sentinel_confirm(struct sentinel *s, struct conn *c, int64_t deadline, int intr_fd);
 
-/* Whether the Sentinels named a master this run (or the run this one is like). */
+/* Whether the Sentinels named a master this run. */
 bool sentinel_answered(const struct sentinel *s);
 
 /* "the master of 'mymaster' moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a failover)" when the

@@ -10,7 +10,7 @@ int
 main(void)
 {
 	struct redis_url plain, seeds;
-	struct cluster *c, *like;
+	struct cluster *c;
 	const struct redis_url *t, *ask;
 	char err[256];
 
@@ -42,11 +42,6 @@ main(void)
 	CHECK_INT(cluster_moved(c, "MOVED"), -1);
 	CHECK_STR(cluster_target(c)->host, "::1"); /* unchanged by what could not be read */
 
-	/* Another thread's starts at the owner. */
-	CHECK((like = cluster_new_like(c)) != NULL);
-	CHECK_STR(cluster_target(like)->host, "::1");
-	CHECK_INT(cluster_target(like)->port, 7004);
-
 	/* -ASK is for once: the owner stays. */
 	CHECK((ask = cluster_asked(c, "ASK 3999 10.0.0.3:7005")) != NULL);
 	CHECK_STR(ask->host, "10.0.0.3");
@@ -67,13 +62,7 @@ main(void)
 		snprintf(at, sizeof(at), "%s:%u", cluster_target(c)->host, cluster_target(c)->port);
 		CHECK_STR(at, places[i]);
 	}
-	/* Another thread's knows them too. */
-	cluster_free(like);
-	CHECK((like = cluster_new_like(c)) != NULL);
-	CHECK(cluster_next_seed(like));
-	CHECK_STR(cluster_target(like)->host, "10.0.0.2");
 	cluster_free(c);
-	cluster_free(like);
 
 	/* Seeds are tried in turn, and round again. */
 	CHECK_INT(url_parse("redis+cluster://s1,s2:7001,s3", &seeds, err, sizeof(err)), 0);

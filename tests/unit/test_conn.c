@@ -297,10 +297,6 @@ main(void)
 	CHECK_INT(conn_open(sc, clock_now() + 5 * NS_PER_S, stop[0]), CONN_INTERRUPTED);
 	CHECK(clock_now() - t0 < 500 * NS_PER_MS);
 	CHECK(!conn_is_open(sc));
-	/* and another connection like it tries the same address first */
-	struct conn *like = conn_new_like(sc);
-	CHECK_INT(conn_open(like, clock_now() + 200 * NS_PER_MS, -1), CONN_TIMEOUT);
-	conn_free(like);
 	conn_free(sc);
 	close(silent);
 
