@@ -869,6 +869,7 @@ struct release_count {
 	size_t not_ours; /* of those, nodes that found it gone or another's */
 	bool retried[NODES_MAX];
 	bool without[NODES_MAX]; /* the node did not hold it */
+	int64_t pause;           /* before asking a server that said "not now" again */
 	char lost_why[sizeof(((struct lock *)0)->error)];
 	struct failures why;
 };
@@ -905,6 +906,18 @@ count_release(struct lock *l, struct nodes *ns, struct release_count *c, const s
 	}
 	c->answered++;
 	return true;
+}
+
+/* Whether a node that answered the release "not now" (busy with a long script, loading) is
+ * asked again before deadline: after c->pause, 10ms at first, doubling up to a second. */
+static bool
+ask_again_later(struct release_count *c, const struct answer *a, int64_t deadline)
+{
+	if (reply_type(a->reply) != REPLY_ERROR ||
+	    !conn_error_not_now(reply_string(a->reply, NULL)))
+		return false;
+	c->pause = time_min(time_max(2 * c->pause, 10 * NS_PER_MS), NS_PER_S);
+	return clock_now() + c->pause < deadline;
 }
 
 /* What the release came to, once its answers are in (res: how the wait for them ended). */
@@ -999,6 +1012,15 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 		}
 		if (a.result != CONN_OK) {
 			failures_add(&c.why, nodes_error(ns, a.node));
+			continue;
+		}
+		if (ask_again_later(&c, &a, deadline)) {
+			reply_free(a.reply);
+			if (clock_sleep_until(clock_now() + c.pause, intr_fd) < 0) {
+				res = CONN_INTERRUPTED;
+				break;
+			}
+			call_send(ns, a.node, &call, due, intr_fd, false);
 			continue;
 		}
 		/* Once the answers decided it (a quorum released it, or can no longer), the rest

@@ -414,6 +414,20 @@ time.sleep(60)' "$(redis_sock fault)" 3>&- &
 	assert_equal "$(rcli_on fault -a s3cret --no-auth-warning exists job)" 0
 }
 
+@test "a release that finds the server busy with a long script asks again: the lock is not left to expire" {
+	# A server answers BUSY once a script has run this long (the default is 5s).
+	rcli_on fault config set lua-time-limit 100 >/dev/null
+	# The command ends while another client's script keeps the server busy for 1.5s more.
+	busy="local t = redis.call('time'); local stop = t[1] * 1000000 + t[2] + 1500000
+while true do t = redis.call('time'); if t[1] * 1000000 + t[2] >= stop then break end end"
+	run --separate-stderr "$RR" -t 60s job -c \
+		"redis-cli -s $(redis_sock fault) eval \"$busy\" 0 >/dev/null & sleep 0.5"
+	assert_success
+	assert_equal "$stderr" ""
+	# released, not left for the rest of its 60s lease
+	assert_equal "$(rcli_on fault exists job)" 0
+}
+
 @test "a zombie that a parent gone from the group left behind does not keep the lock" {
 	"$RR" -t 3s job -c "python3 -c '
 import os, time
