@@ -307,7 +307,9 @@ set_quorum_error(struct lock *l, const struct nodes *ns, const struct failures *
 	else
 		snprintf(l->error, sizeof(l->error),
 			 "no quorum (it takes %zu of %zu servers): %.430s", nodes_quorum(ns),
-			 nodes_count(ns), f->text);
+			 nodes_count(ns),
+			 /* (Answers that do not count, as a restarted server's grant.) */
+			 f->count ? f->text : "too few of them said yes");
 }
 
 void

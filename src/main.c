@@ -273,7 +273,7 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 	case LOCK_RELEASE_FAILED: {
 		/* No answer: whether the lock was still ours (not broken, not lost) cannot be
 		 * told, and the command's status stands. What is left of the lease is. */
-		int64_t rest = l->valid_until - clock_now();
+		int64_t rest = out->lease_end - clock_now();
 		if (rest > 0)
 			msg_warn("cannot release %s: %s; it expires at the end of its lease, in "
 				 "about %s",

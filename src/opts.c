@@ -886,6 +886,8 @@ again:
 		return usage_error(err, size, "missing KEY");
 	else
 		o->key = argv[key_at];
+	if (!*o->key && o->list)
+		return usage_error(err, size, "PATTERN must not be empty (every lock: '*')");
 	if (!*o->key)
 		return usage_error(err, size, "KEY must not be empty");
 	/* COMMAND's environment gets it whole (REDLOCK_KEY), and the kernel takes no string

@@ -213,10 +213,16 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 		return;
 	case WATCHDOG_FAILED:
 		snprintf(st->last_error, sizeof(st->last_error), "%s", ev->detail);
-		if (!st->failing || msg_verbose())
+		if ((!st->failing || msg_verbose()) && s->on_lost == ON_LOST_IGNORE)
 			msg_warn("cannot renew %s: %s; retrying for the %s left of the lease", key,
 				 ev->detail,
 				 duration_format(st->lease_end - clock_now(), left, sizeof(left)));
+		else if (!st->failing || msg_verbose())
+			msg_warn("cannot renew %s: %s; retrying, and stopping the command in %s "
+				 "unless a renewal goes through",
+				 key, ev->detail,
+				 duration_format(time_max(loss_due(s, st) - clock_now(), 0), left,
+						 sizeof(left)));
 		st->failing = true;
 		return;
 	case WATCHDOG_CANCELLED:

@@ -215,6 +215,20 @@ teardown() {
 	done
 }
 
+@test "renewals refused from some point on: said when the command stops, 76, and when the lock expires" {
+	# The server stops taking the scripts (a permission taken away) while the command runs.
+	run --separate-stderr "$RR" -t 9s --grace 3s job -c \
+		"redis-cli -s $(redis_sock fault) acl setuser default -evalsha -eval >/dev/null
+		exec sleep 30"
+	rcli_on fault acl setuser default +@all >/dev/null
+	assert_equal "$status" 76
+	# renewed at 3s: refused; the command is stopped 3s (--grace) before the lease ends
+	[[ ${stderr_lines[0]} =~ ^"redlock-run: cannot renew job: ".*"; retrying, and stopping the command in "[0-9.]+m?s" unless a renewal goes through"$ ]]
+	# its release refused too: the key is left to its lease, whose end is ahead
+	local n=${#stderr_lines[@]}
+	[[ ${stderr_lines[n - 1]} =~ ^"redlock-run: cannot release job: ".*"; it expires at the end of its lease, in about "[0-9.]+m?s$ ]]
+}
+
 @test "the release finds our value gone: exit 76, the lock was not held throughout" {
 	run --separate-stderr "$RR" job -c "redis-cli -s $(redis_sock fault) del job >/dev/null; exit 0"
 	assert_equal "$status" 76

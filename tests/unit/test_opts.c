@@ -294,6 +294,7 @@ main(void)
 	CHECK_INT(parse(1, (char *[]){ "redlock-run", NULL }), OPTS_USAGE_ERROR);
 	CHECK_STR(err, "missing KEY");
 	REFUSED("KEY must not be empty", "", "true");
+	REFUSED("PATTERN must not be empty (every lock: '*')", "--list", "");
 	{
 		/* The longest KEY is taken, one byte more is not (REDLOCK_KEY must reach exec). */
 		static char key[65538];
