@@ -136,16 +136,24 @@ run_guard(int fd, char *title, size_t title_size, const char *name)
 
 /*
  * The command, between vfork and exec. It shares our memory and stack (we are suspended
- * until it execs or exits): only async-signal-safe calls that touch no shared state, and
- * no return. An exec failure is left in *exec_errno.
+ * until it execs or exits): only async-signal-safe calls that touch no shared state (ch is
+ * only read), and no return. An exec failure is left in *exec_errno.
  */
 static _Noreturn void
-run_command(char *const argv[], char *const envp[], const struct signals *sig, int tty_fd,
-	    pid_t parent, volatile int *exec_errno)
+run_command(char *const argv[], char *const envp[], const struct signals *sig,
+	    const struct child *ch, pid_t parent, volatile int *exec_errno)
 {
+	pid_t group = getpid();
+
 	setpgid(0, 0);
-	if (tty_fd >= 0)
-		tcsetpgrp(tty_fd, getpid()); /* SIGTTOU is still blocked here */
+	/* The guard learns the group, and the deadline it is to keep, before the command can
+	 * run: however early redlock-run is stopped or starved, it acts. */
+	if (write(ch->guard_fd, &group, sizeof(group)) < 0 ||
+	    write(ch->guard_fd, &ch->guard_until, sizeof(ch->guard_until)) < 0) {
+		/* The guard is gone: nothing to tell it. */
+	}
+	if (ch->handed)
+		tcsetpgrp(ch->tty_fd, group); /* SIGTTOU is still blocked here */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(STATUS_SIGNAL_BASE + SIGKILL); /* redlock-run died before the line above */
@@ -216,8 +224,12 @@ child_prepare(struct child *ch, char *argv[])
 void
 child_guard_until(struct child *ch, int64_t deadline)
 {
-	if (ch->guard_fd < 0 || ch->guard <= 0 || ch->pgid <= 0 || deadline == ch->guard_until)
+	if (ch->guard_fd < 0 || ch->guard <= 0 || deadline == ch->guard_until)
 		return;
+	if (ch->pgid <= 0) { /* no command yet: child_spawn gives it to the guard with the group */
+		ch->guard_until = ch->guard_held = deadline;
+		return;
+	}
 	/* (8 bytes: a pipe writes them whole or not at all.) */
 	if (write(ch->guard_fd, &deadline, sizeof(deadline)) == (ssize_t)sizeof(deadline)) {
 		/* A guard starved as we were may not have read it yet. */
@@ -312,14 +324,11 @@ child_spawn(struct child *ch, char *const argv[], char *const envp[], const stru
 		return -1;
 	}
 	if (ch->pid == 0)
-		run_command(argv, envp, sig, ch->handed ? ch->tty_fd : -1, parent, &exec_errno);
+		run_command(argv, envp, sig, ch, parent, &exec_errno);
 	ch->pgid = ch->pid;
 	setpgid(ch->pid, ch->pgid); /* as the command did itself; it may have exec'd since */
 	if (ch->handed)
 		tcsetpgrp(ch->tty_fd, ch->pgid);
-	if (write(ch->guard_fd, &ch->pgid, sizeof(ch->pgid)) < 0) {
-		/* The guard is gone: nothing to tell it. */
-	}
 	if (exec_errno) {
 		char buf[PATH_MAX + 64];
 		struct stat st;

@@ -402,10 +402,7 @@ main(int argc, char *argv[])
 		snprintf(asked, sizeof(asked), "a quorum of the %zu servers", nodes_count(nodes));
 	env = command_environment(&lock, &o, vars);
 	wd = env ? watchdog_new(&lock, nodes) : NULL;
-	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
-		abandon(&lock, nodes, wd, &child, "cannot start the command");
-
-	out = supervise(&(struct supervision){
+	struct supervision sv = {
 		.child = &child,
 		.watchdog = wd,
 		.nodes = nodes,
@@ -415,7 +412,13 @@ main(int argc, char *argv[])
 		.grace = o.grace,
 		.max_hold = o.max_hold,
 		.asked = asked,
-	});
+	};
+	/* (The guard knows it before the command can run.) */
+	child_guard_until(&child, supervise_guard_deadline(&sv));
+	if (!wd || signals_consume_tstp(&sig) < 0 || child_spawn(&child, o.command, env, &sig) < 0)
+		abandon(&lock, nodes, wd, &child, "cannot start the command");
+
+	out = supervise(&sv);
 	msg_info("done after %s: exit status %d",
 		 duration_format(clock_now() - lock.held_since, err, sizeof(err)), out.status);
 	child_finish(&child, out.forwarded ? 0 : out.signal);

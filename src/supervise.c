@@ -102,6 +102,14 @@ guard_deadline(const struct supervision *s, const struct state *st)
 	return time_min(st->kill_at, kill_deadline(st));
 }
 
+int64_t
+supervise_guard_deadline(const struct supervision *s)
+{
+	struct state st = { .lease_end = s->lock->valid_until, .kill_at = TIME_NEVER };
+
+	return guard_deadline(s, &st);
+}
+
 /* When renewals keep failing, SIGTERM goes out this long before the lease ends, and SIGKILL
  * at kill_deadline: at most TTL/3, so that a renewal that is merely due never counts as
  * failing, and no less than the kill allowance. With --on-lost ignore, nothing is sent at all,

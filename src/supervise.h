@@ -39,6 +39,10 @@ struct outcome {
 	int64_t lease_end; /* when the lease ended, or would have, as supervise last knew it */
 };
 
+/* The deadline the guard is to hold as the command starts (see child_guard_until): SIGKILL
+ * just before the lease ends, unless --on-lost ignore. */
+int64_t supervise_guard_deadline(const struct supervision *s);
+
 /* Runs until the command has exited and nothing it left in its process group is running:
  * leftovers are stopped under the same lease. */
 struct outcome supervise(const struct supervision *s);

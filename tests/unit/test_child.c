@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "child.h"
+#include "clock.h"
 #include "exitstatus.h"
 
 /* The wait status of a real process that does what `how` says. */
@@ -231,6 +232,19 @@ main(int argc, char *argv[])
 	CHECK_INT(kill(-ch.pgid, 0), -1);             /* the group is empty */
 	CHECK_INT(waitpid(guard, NULL, WNOHANG), -1); /* and the guard reaped */
 	check_stood_down(&s);
+
+	/* The deadline given before the command starts is the guard's from the start: with
+	 * nothing said after (redlock-run stopped or starved at once), the command dies then. */
+	child_init(&ch);
+	CHECK_INT(child_prepare(&ch, NULL), 0);
+	child_guard_until(&ch, clock_now() + 200 * NS_PER_MS);
+	CHECK_INT(child_spawn(&ch, (char *[]){ "sleep", "30", NULL },
+			      (char *[]){ "PATH=/usr/bin:/bin", NULL }, &s),
+		  0);
+	waitpid(ch.pid, &status, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	child_finish(&ch, 0);
+	child_free(&ch);
 
 	/* A guard readied for a command that never starts goes away when told; and without
 	 * a guard, no command starts. It goes by a name of its own, in ps as in pgrep. */
