@@ -235,8 +235,17 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 			msg_info("released %s", l->key);
 		break;
 	case LOCK_RELEASE_GONE:
-		if (out->lost)
+		if (out->lost) {
+			/* Lost otherwise first (stopped past its lease, say): a break meanwhile is
+			 * what the people on call look for in its log. */
+			char by[LOCK_HOLDER_MAX];
+			if (lock_broken_by(l->holder, by, sizeof(by)))
+				msg_error("the lock on %s had been broken by %s (redlock-run "
+					  "--break) "
+					  "meanwhile",
+					  l->key, by);
 			break;
+		}
 		if (lost_to_break(l, out))
 			break;
 		if (l->answered_at >= out->lease_end) {

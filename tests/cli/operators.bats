@@ -243,6 +243,23 @@ assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o'
 	assert_equal "$status" 76
 }
 
+@test "--break of a holder stopped until past its lease: its 76 names the break, not only the stop" {
+	"$RR" -t 2s job -c "echo \$\$ > $dir/pid; exec sleep 60" 2>"$dir/err" &
+	local holder=$!
+	wait_until 5 test -s "$dir/pid"
+	kill -STOP "$holder"
+	is_stopped() { [[ $(awk '{ print $3 }' "/proc/$1/stat") == T ]]; }
+	wait_until 5 is_stopped "$holder"
+	run -0 "$RR" --break --yes job
+	# its guard kills the command as the lease ends; then it is continued
+	wait_until 10 gone "$(cat "$dir/pid")"
+	kill -CONT "$holder"
+	reap "$holder"
+	assert_equal "$status" 76
+	grep -q "^redlock-run: lost the lock on job: redlock-run was stopped (SIGSTOP) until past the end of its lease" "$dir/err"
+	grep -q "^redlock-run: the lock on job had been broken by $(hostname):[0-9]* (redlock-run --break) meanwhile$" "$dir/err"
+}
+
 @test "--status of a semaphore or shared lock whose holder's process is gone: marked, in text and JSON" {
 	local mode key pid status
 	for mode in -s "-l 2"; do
