@@ -633,7 +633,7 @@ descriptor_to_spare(void)
 
 /*
  * The next TCP address to try, into c->try, in this order: the one that worked last time
- * (reconnecting, or the watchdog's connection, needs no resolver; it gets half the time, and is
+ * (reconnecting needs no resolver; it gets half the time, and is
  * forgotten when it fails: the name may point elsewhere by now), an address literal (no NSS,
  * no DNS, no /etc/hosts), or what the name resolves to. 1, 0 when none is left, or -1 when the
  * name cannot be resolved (c is closed then).

@@ -867,7 +867,7 @@ struct release_count {
 			     * request's doing */
 	size_t lost;        /* nodes that lost it with their data while the command ran */
 	size_t answered;
-	size_t holding;  /* nodes that held it, as the acquisition left them */
+	size_t holding;  /* nodes that held it, as the acquisition and the renewals left them */
 	size_t not_ours; /* of those, nodes that found it gone or another's */
 	bool retried[NODES_MAX];
 	bool without[NODES_MAX]; /* the node did not hold it */
@@ -954,10 +954,10 @@ release_verdict(struct lock *l, struct nodes *ns, struct release_count *c, enum 
 	/* Broken (--break), as a server that held it says: lost, however few answered. */
 	if (strncmp(l->holder, "broken:", 7) == 0)
 		return LOCK_RELEASE_GONE;
-	/* Gone only when the servers that held it (as the acquisition left them: the
-	 * watchdog's own connections hand it back to a server that lost it, on their side) and
-	 * found it gone leave too few that may hold it still: one that did not answer (frozen,
-	 * down) held it, for all we know. */
+	/* Gone only when the servers that held it (as the acquisition and the renewals left
+	 * them: a renewal hands it back to a server that lost it) and found it gone leave too
+	 * few that may hold it still: one that did not answer (frozen, down) held it, for all we
+	 * know. */
 	if (c->answered >= nodes_quorum(ns) && c->holding < c->not_ours + nodes_quorum(ns))
 		return LOCK_RELEASE_GONE;
 	/* Why the servers that answered do not make a quorum: */
@@ -983,6 +983,9 @@ lock_release(struct lock *l, struct nodes *ns, int64_t deadline, int intr_fd)
 	enum conn_result res;
 	int64_t start = clock_now(), left = lock_hold_left(l, start);
 
+	/* A renewal cut short by the command's end is still answered first, on the same
+	 * connection: its WAIT for replicas may take up to its own deadline. */
+	deadline = time_max(deadline, nodes_queued_until(ns));
 	l->holder[0] = '\0'; /* (a --break's mark, should a node answer with one) */
 	l->handed_over = false;
 	/* A request whose server is gone (a cluster's owner, a Sentinel's master, killed) is

@@ -494,28 +494,35 @@ send_again(const struct nodes *ns, struct node *n, int intr_fd)
  * n->replicas_connected, for the message to tell too few replicas from slow ones; -1 when it
  * cannot tell (ROLE refused by an ACL, more replies still due on c). */
 static void
-count_replicas(struct node *n, struct conn *c)
+count_replicas(struct node *n, struct conn *c, int intr_fd)
 {
 	struct reply *r = NULL;
+	enum conn_result res = CONN_FAILED;
 
 	n->replicas_connected = -1;
-	if (conn_due(c) == 0 &&
-	    conn_call(c, &r, n->deadline, -1, 1, (const char *[]){ "ROLE" }, (size_t[]){ 4 }) ==
-		    CONN_OK &&
-	    reply_type(r) == REPLY_ARRAY && reply_count(r) >= 3 &&
+	if (conn_due(c) == 0)
+		res = conn_call(c, &r, n->deadline, intr_fd, 1, (const char *[]){ "ROLE" },
+				(size_t[]){ 4 });
+	if (res == CONN_INTERRUPTED)
+		conn_close(c); /* nothing may queue behind an answer still to come */
+	if (res == CONN_OK && reply_type(r) == REPLY_ARRAY && reply_count(r) >= 3 &&
 	    reply_type(reply_element(r, 2)) == REPLY_ARRAY)
 		n->replicas_connected = (long long)reply_count(reply_element(r, 2));
 	reply_free(r);
 }
 
-/* Reads WAIT's answer, behind a replicated command's on c, into a->replicas. */
+/* Reads WAIT's answer, behind a replicated command's on c, into a->replicas. Interrupted (intr_fd
+ * readable), c is closed: WAIT may block for its whole timeout, and nothing is to queue behind
+ * it. */
 static void
-take_replicas(const struct nodes *ns, struct node *n, struct conn *c, struct answer *a)
+take_replicas(const struct nodes *ns, struct node *n, struct conn *c, struct answer *a, int intr_fd)
 {
 	struct reply *r;
-	enum conn_result res = conn_recv(c, &r, n->deadline, -1);
+	enum conn_result res = conn_recv(c, &r, n->deadline, intr_fd);
 
 	if (res != CONN_OK) {
+		if (res == CONN_INTERRUPTED)
+			conn_close(c);
 		reply_free(a->reply);
 		a->reply = NULL;
 		a->result = res;
@@ -524,7 +531,7 @@ take_replicas(const struct nodes *ns, struct node *n, struct conn *c, struct ans
 	if (reply_type(r) == REPLY_INTEGER) {
 		a->replicas = reply_integer(r);
 		if (a->replicas < ns->replicas)
-			count_replicas(n, c);
+			count_replicas(n, c, intr_fd);
 	} else {
 		snprintf(n->error, sizeof(n->error), "%s cannot wait for replicas (WAIT: %s)",
 			 conn_address(c),
@@ -644,7 +651,7 @@ ask_once(const struct nodes *ns, struct node *n, struct answer *a, const char *e
 	a->reply = r;
 	a->result = res;
 	if (res == CONN_OK && n->ask[0].replicated)
-		take_replicas(ns, n, n->side, a);
+		take_replicas(ns, n, n->side, a, intr_fd);
 	if (a->result != CONN_OK) {
 		a->maybe_landed = true;
 		snprintf(n->error, sizeof(n->error), "%s", conn_error(n->side));
@@ -780,7 +787,7 @@ take(struct nodes *ns, size_t i, struct answer *a, int intr_fd)
 		n->heard_at = now;
 	}
 	if (a->result == CONN_OK && first.replicated)
-		take_replicas(ns, n, n->conn, a);
+		take_replicas(ns, n, n->conn, a, intr_fd);
 	if (a->result != CONN_OK)
 		a->maybe_landed = n->was_open || opened;
 	/* A cluster's server that took the request and sat on it (frozen, a stalled machine) is
@@ -1018,6 +1025,17 @@ nodes_cancel(struct nodes *ns)
 	}
 }
 
+int64_t
+nodes_queued_until(const struct nodes *ns)
+{
+	int64_t until = 0;
+
+	for (size_t i = 0; i < ns->n; i++)
+		if (!ns->node[i].asks && conn_due(ns->node[i].conn))
+			until = time_max(until, ns->node[i].deadline);
+	return until;
+}
+
 void
 nodes_let_go(struct nodes *ns)
 {
@@ -1025,10 +1043,13 @@ nodes_let_go(struct nodes *ns)
 		struct node *n = &ns->node[i];
 		if (!n->asks)
 			continue;
-		if (conn_is_ready(n->conn))
+		bool waits = false; /* a WAIT, which may block for its whole timeout */
+		for (unsigned k = 0; k < n->asks && k < NODES_ASKS_MAX; k++)
+			waits = waits || n->ask[k].replicated;
+		if (conn_is_ready(n->conn) && !waits)
 			conn_forget(n->conn);
 		else
-			conn_close(n->conn); /* nothing went out: nothing to settle */
+			conn_close(n->conn); /* nothing went out, or nothing may queue behind it */
 		clear_asks(n);
 	}
 }

@@ -117,8 +117,12 @@ void nodes_forget(struct nodes *ns);
  * to take back a blocked request). */
 void nodes_cancel(struct nodes *ns);
 /* The requests still outstanding are let go: those that have gone out are forgotten (as
- * nodes_forget), those that have not (their connection is still opening) are taken back. */
+ * nodes_forget), those that have not (their connection is still opening) are taken back, as
+ * are those a WAIT for replicas follows (it may block for its whole timeout). */
 void nodes_let_go(struct nodes *ns);
+/* Until when a request sent now may wait behind answers forgotten on its connection (the
+ * deadline those requests had); 0 when nothing is ahead of it. */
+int64_t nodes_queued_until(const struct nodes *ns);
 /* Closes node i's connection and has it resolve its name again (see conn_reset). */
 void nodes_reset(struct nodes *ns, size_t i);
 const char *nodes_error(const struct nodes *ns, size_t i);

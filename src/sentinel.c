@@ -186,8 +186,11 @@ ask(struct sentinel *s, int64_t deadline, int intr_fd, char *host, size_t size, 
 			res = conn_open(c, until, intr_fd);
 		if (res == CONN_OK)
 			res = conn_call(c, &r, until, intr_fd, 3, argv, lens);
-		if (res == CONN_INTERRUPTED)
+		if (res == CONN_INTERRUPTED) {
+			conn_close(
+				c); /* its answer is still to come: the next question's is not it */
 			return fail(s, res, "interrupted while asking the Sentinels");
+		}
 		if (res != CONN_OK) {
 			refused += res == CONN_REFUSED;
 			s->failed_here = s->failed_here || conn_failed_here(c);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -54,6 +55,15 @@ resumed(struct watchdog *w)
 	for (size_t i = 0; i < nodes_count(w->nodes) && !w->told; i++)
 		w->told = nodes_tls_resumed(w->nodes, i);
 	return w->told;
+}
+
+/* Whether the thread was told to stop (watchdog_stop): no renewal goes out after that. */
+static bool
+told_to_stop(const struct watchdog *w)
+{
+	struct pollfd p = { w->stop[0], POLLIN, 0 };
+
+	return poll(&p, 1, 0) > 0;
 }
 
 /* lock_renew's word that a quorum has renewed: supervise hears it at once, before the answers
@@ -116,7 +126,8 @@ run(void *arg)
 		if (!calm || !nodes_hold_all(w->nodes))
 			wake = time_min(wake, last + settle);
 		watched = nodes_watch(w->nodes, wake, w->stop[0], &broke);
-		if (watched == CONN_INTERRUPTED)
+		/* (A wake that was due already returns before looking at the stop.) */
+		if (watched == CONN_INTERRUPTED || told_to_stop(w))
 			break;
 		if (watched == CONN_OK)
 			pause = quick;
