@@ -240,9 +240,8 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 			 * what the people on call look for in its log. */
 			char by[LOCK_HOLDER_MAX];
 			if (lock_broken_by(l->holder, by, sizeof(by)))
-				msg_error("the lock on %s had been broken by %s (redlock-run "
-					  "--break) "
-					  "meanwhile",
+				msg_error("the lock on %s had been broken by %s "
+					  "(redlock-run --break) meanwhile",
 					  l->key, by);
 			break;
 		}
