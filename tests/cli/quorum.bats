@@ -290,9 +290,9 @@ time.sleep(60)' "$(redis_port q3)" &
 	redis_stop q3
 	local round a b sa sb
 	for round in $(seq 40); do
-		"$RR" -t 2s -n "k$round" -- sleep 0.1 &
+		"$RR" -v -t 2s -n "k$round" -- sleep 0.1 2>"$dir/a.err" &
 		a=$!
-		"$RR" -t 2s -n "k$round" -- sleep 0.1 &
+		"$RR" -v -t 2s -n "k$round" -- sleep 0.1 2>"$dir/b.err" &
 		b=$!
 		sa=0 sb=0
 		wait "$a" || sa=$?
@@ -301,6 +301,7 @@ time.sleep(60)' "$(redis_port q3)" &
 		# of them gets it (or both do, one after the other, on a slow machine).
 		[[ "$sa $sb" != "75 75" ]] || {
 			echo "round $round: both busy" >&2
+			cat "$dir/a.err" "$dir/b.err" >&2 # (what each saw, for the next to read)
 			return 1
 		}
 	done
