@@ -23,6 +23,7 @@
 #include "duration.h"
 #include "msg.h"
 #include "tls.h"
+#include "util.h"
 
 /* How long to wait before knocking again on a Unix socket whose backlog is full. */
 #define BACKLOG_PAUSE (10 * NS_PER_MS)
@@ -289,7 +290,7 @@ conn_error_not_now(const char *error)
 	static const char *const prefixes[] = { "LOADING ", "BUSY ", "MASTERDOWN ",
 						"ERR max number of clients" };
 
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+	for (size_t i = 0; i < ARRAY_LEN(prefixes); i++)
 		if (strncmp(error, prefixes[i], strlen(prefixes[i])) == 0)
 			return true;
 	return false;
