@@ -490,6 +490,34 @@ print(o["held"], o["fence"], o["held_ms"] >= int(sys.argv[1]))' "$since")
 	grep -Eq "lost the lock on job: 127.0.0.1:[0-9]+ lost its data: it restarted ([0-9.]+m?s|less than 1s) ago, while the command ran \(restarted empty or flushed\)" "$dir/err"
 }
 
+@test "two servers of 3 restarted a moment apart under the command: each given it back, nobody else meanwhile" {
+	"$RR" -v -t 10s job -c "echo started > $dir/started
+		until [ -e $dir/go ]; do sleep 0.05; done; echo done" >"$dir/out" 2>"$dir/err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	wait_until 5 held_on q2 job
+	# q2 goes down, and q1 comes back empty before it: q1 is given the lock back while q2 is
+	# still down.
+	redis_stop q2
+	redis_restart_empty q1
+	wait_until 5 held_on q1 job
+	# Only q3 kept the key all along, but q1 is young and q2 down: nobody else has a quorum.
+	run -75 "$RR" -n -t 10s job -- echo second
+	assert_output ""
+	redis_restart_empty q2
+	wait_until 10 held_on q2 job
+	touch "$dir/go"
+	reap "$holder"
+	cat "$dir/err" >&2
+	assert_equal "$status" 0
+	run cat "$dir/out"
+	assert_output done
+	local q
+	for q in q1 q2; do
+		grep -q "127.0.0.1:$(redis_port $q) no longer has job; taking it there again" "$dir/err"
+	done
+}
+
 @test "a young server, an old one and one down: the wait for the young one is no busy loop" {
 	wait_until 5 nodes_old 3 2
 	redis_restart_empty q1 # young for the 3s lease below
