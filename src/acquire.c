@@ -121,25 +121,41 @@ give_back(struct lock *l, struct nodes *ns, const struct round *rd)
 /*
  * The attempt's requests are in flight and we must stop (a signal). Their answers come within
  * a round trip unless a server is stuck: a lock they took is given back, and we wait that long
- * for it to be.
+ * for it to be. With --wait-replicas, an answer is taken without its replicas' count (WAIT may
+ * take its whole timeout), and the give-back goes once the answer is in, on a new connection:
+ * queued behind the WAIT, it would be dropped with the connection.
  */
 static void
 settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 {
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
+	bool owed[NODES_MAX]; /* a give-back, still to go */
+	struct call call;
 	struct answer a;
 	bool unsure = false;
 
-	send_give_back(l, ns, rd);
-	while (nodes_next(ns, deadline, -1, &a) == CONN_OK) {
+	nodes_hurry(ns, true);
+	release_call(l, 0, &call);
+	for (size_t i = 0; i < nodes_count(ns); i++)
+		owed[i] = rd->granted[i] || rd->unreplicated[i] || nodes_outstanding(ns, i);
+	for (;;) {
+		for (size_t i = 0; i < nodes_count(ns); i++) {
+			if (owed[i] && (l->replicas == 0 || !nodes_outstanding(ns, i))) {
+				call_send(ns, i, &call, deadline, -1, true);
+				owed[i] = false;
+			}
+		}
+		if (nodes_next(ns, deadline, -1, &a) != CONN_OK)
+			break;
 		if (a.result != CONN_OK)
 			unsure = unsure || a.maybe_landed;
 		else
 			reply_free(a.reply);
 	}
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		unsure = unsure || nodes_outstanding(ns, i);
+		unsure = unsure || owed[i] || nodes_outstanding(ns, i);
 	nodes_cancel(ns);
+	nodes_hurry(ns, false);
 	if (unsure) {
 		set_unsure_error(l, "no answer to the last attempt");
 		msg_warn("%s", l->error);
@@ -538,6 +554,12 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 	}
 	if (straggle != TIME_NEVER && outstanding(ns) && clock_now() >= straggle)
 		q->cuts++;
+	/* A signal that came while an answer's replicas were waited for: that answer is in
+	 * (see nodes_hurry), and the interruption is not lost with the decided verdict. */
+	if (l->replicas && clock_interrupted(intr_fd)) {
+		settle_interrupted(l, ns, rd);
+		return ATTEMPT_INTERRUPTED;
+	}
 	if (rd->twice) {
 		give_back(l, ns, rd);
 		return ATTEMPT_REFUSED;

@@ -12,6 +12,14 @@ clock_poll(struct pollfd *p, unsigned long n, int64_t left)
 	return poll(p, (nfds_t)n, (int)time_min(ms, INT_MAX));
 }
 
+bool
+clock_interrupted(int intr_fd)
+{
+	struct pollfd p = { intr_fd, POLLIN, 0 };
+
+	return intr_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 int
 clock_sleep_until(int64_t deadline, int intr_fd)
 {

@@ -6,6 +6,7 @@
 #ifndef REDLOCK_CLOCK_H
 #define REDLOCK_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -56,6 +57,8 @@ time_max(int64_t a, int64_t b)
 /* Sleeps until deadline (CLOCK_BOOTTIME ns). Returns 0 then, or -1 as soon as intr_fd
  * (-1 for none) becomes readable. */
 int clock_sleep_until(int64_t deadline, int intr_fd);
+/* Whether intr_fd (-1 for none) is readable now. */
+bool clock_interrupted(int intr_fd);
 
 /*
  * poll(2) for `left` ns at most (0 or more), rounded up to a whole ms, as poll(2) counts. Not

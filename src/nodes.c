@@ -83,6 +83,7 @@ struct nodes {
 	size_t n;
 	int replicas;           /* see nodes_replicas */
 	char replicas_wait[24]; /* its timeout, in ms */
+	bool hurried;           /* see nodes_hurry */
 	struct node node[];
 };
 
@@ -511,18 +512,37 @@ count_replicas(struct node *n, struct conn *c, int intr_fd)
 	reply_free(r);
 }
 
-/* Reads WAIT's answer, behind a replicated command's on c, into a->replicas. Interrupted (intr_fd
- * readable), c is closed: WAIT may block for its whole timeout, and nothing is to queue behind
- * it. */
+/* WAIT's answer, behind a replicated command's on c, is not waited for: c is closed, as WAIT may
+ * block for its whole timeout, and nothing is to queue behind it. The command's own answer in *a
+ * stands, with its replicas unknown (why says why). */
+static void
+forgo_replicas(struct node *n, struct conn *c, struct answer *a, const char *why)
+{
+	snprintf(n->error, sizeof(n->error), "%s: %s", conn_address(c), why);
+	n->why = n->error;
+	a->replicas = -1;
+	conn_close(c);
+}
+
+/* Reads WAIT's answer, behind a replicated command's on c, into a->replicas; or forgoes it when
+ * interrupted (intr_fd readable) or hurried (see nodes_hurry). */
 static void
 take_replicas(const struct nodes *ns, struct node *n, struct conn *c, struct answer *a, int intr_fd)
 {
 	struct reply *r;
-	enum conn_result res = conn_recv(c, &r, n->deadline, intr_fd);
+	enum conn_result res;
 
+	if (ns->hurried) {
+		forgo_replicas(n, c, a, "its replicas were not waited for");
+		return;
+	}
+	res = conn_recv(c, &r, n->deadline, intr_fd);
+	if (res == CONN_INTERRUPTED) {
+		/* What the command did (a lock taken) is known, and can be undone. */
+		forgo_replicas(n, c, a, "interrupted while its replicas were waited for");
+		return;
+	}
 	if (res != CONN_OK) {
-		if (res == CONN_INTERRUPTED)
-			conn_close(c);
 		reply_free(a->reply);
 		a->reply = NULL;
 		a->result = res;
@@ -1052,6 +1072,12 @@ nodes_let_go(struct nodes *ns)
 			conn_close(n->conn); /* nothing went out, or nothing may queue behind it */
 		clear_asks(n);
 	}
+}
+
+void
+nodes_hurry(struct nodes *ns, bool on)
+{
+	ns->hurried = on;
 }
 
 void

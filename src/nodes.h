@@ -77,7 +77,8 @@ struct answer {
 	struct reply *reply;
 	bool maybe_landed;  /* on failure: the request may have reached the server */
 	long long replicas; /* a replicated command: how many replicas acknowledged it; -1 when
-			     * WAIT was refused (nodes_error says how) */
+			     * WAIT was refused, or not waited for (interrupted, or hurried: see
+			     * nodes_hurry), as nodes_error says */
 };
 
 /*
@@ -120,6 +121,10 @@ void nodes_cancel(struct nodes *ns);
  * nodes_forget), those that have not (their connection is still opening) are taken back, as
  * are those a WAIT for replicas follows (it may block for its whole timeout). */
 void nodes_let_go(struct nodes *ns);
+/* While on, answers are wanted at once: a request that a WAIT follows is answered without the
+ * replicas' count (an answer's replicas are -1), and its connection is closed, WAIT and what was
+ * sent behind it unread. */
+void nodes_hurry(struct nodes *ns, bool on);
 /* Until when a request sent now may wait behind answers forgotten on its connection (the
  * deadline those requests had); 0 when nothing is ahead of it. */
 int64_t nodes_queued_until(const struct nodes *ns);

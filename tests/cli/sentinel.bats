@@ -499,6 +499,25 @@ fail_over_without_key() {
 	assert_equal "$(cat "$dir/out")" ""
 }
 
+@test "--wait-replicas: a signal while a grant waits for its replicas gives the lock back at once" {
+	redis_start_tcp solo
+	run -0 "$RR" -r "redis://127.0.0.1:$(redis_port solo)" job -- true # (the scripts known)
+	# Granted at once, and WAIT holds the replicas' count back for 20s (there are none).
+	"$RR" -r "redis://127.0.0.1:$(redis_port solo)" -t 60s --wait-replicas 1,20s job \
+		-- echo ran >"$dir/out" 2>"$dir/err" &
+	local pid=$!
+	granted_and_waiting() {
+		held_on solo job && rcli_on solo client list | grep -q 'flags=b .*cmd=wait'
+	}
+	wait_until 10 granted_and_waiting
+	kill -TERM "$pid"
+	reap "$pid"
+	assert_equal "$status" 143
+	# Given back before it exited, not left for the rest of its 60s lease.
+	free_on solo job
+	assert_equal "$(cat "$dir/out" "$dir/err")" ""
+}
+
 @test "--wait-replicas: renewals the replica does not acknowledge do not extend the lease" {
 	# The grant itself waits TTL/10 for the replica's acknowledgement, which a loaded machine
 	# does not always give in time (69, rightly): the holder is started again then, as this
