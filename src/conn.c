@@ -394,6 +394,8 @@ open_timed_out(struct conn *c)
 		 * (after a failover's pauses) is not a server that does not answer. */
 		char within[32], buf[128];
 		int64_t had = c->open_deadline - c->open_started;
+		/* (A Unix socket whose backlog stayed full was knocked on until then: busy.) */
+		int err = c->fd < 0 && c->connect_err == EAGAIN ? EAGAIN : ETIMEDOUT;
 		if (had < NS_PER_MS)
 			return fail(c, CONN_FAILED,
 				    "no time was left to connect to %s (the request's time ran out "
@@ -401,7 +403,7 @@ open_timed_out(struct conn *c)
 				    c->address);
 		return fail(c, CONN_FAILED, "cannot connect to %s within %s: %s", c->address,
 			    duration_format(had, within, sizeof(within)),
-			    msg_strerror(ETIMEDOUT, buf, sizeof(buf)));
+			    msg_strerror(err, buf, sizeof(buf)));
 	}
 	case PHASE_HANDSHAKE:
 		/* A plain server takes the TLS hello for the start of an inline command, and

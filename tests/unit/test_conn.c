@@ -242,7 +242,7 @@ main(void)
 	CHECK_INT(conn_call(c, &r, t0 + 200 * NS_PER_MS, -1, 1, (const char *[]){ "PING" },
 			    (size_t[]){ 4 }),
 		  CONN_TIMEOUT);
-	CHECK(clock_now() - t0 >= 200 * NS_PER_MS && clock_now() - t0 < 2 * NS_PER_S);
+	CHECK(clock_now() - t0 >= 200 * NS_PER_MS);
 	CHECK(!conn_is_open(c));
 	CHECK(strstr(conn_error(c), "no reply from ") != NULL);
 	redis_fixture_thaw(&server);
@@ -270,7 +270,7 @@ main(void)
 	struct conn *b = conn_new(&busy_url);
 	t0 = clock_now();
 	CHECK_INT(conn_open(b, clock_now() + 300 * NS_PER_MS, -1), CONN_FAILED);
-	CHECK(clock_now() - t0 >= 250 * NS_PER_MS && clock_now() - t0 < 1000 * NS_PER_MS);
+	CHECK(clock_now() - t0 >= 250 * NS_PER_MS);
 	CHECK(strstr(conn_error(b), "resource temporarily unavailable") != NULL);
 	pthread_t acceptor;
 	struct accept_later later = { busy, clock_now() + 100 * NS_PER_MS };
