@@ -648,15 +648,21 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			l->holder[0] = '\0'; /* nobody else was seen */
 		return ATTEMPT_HELD;
 	}
+	/* With -n, whose busy is final, a grant still on its way (from a node yet to answer when
+	 * the nodes found held decided the round) may be ours: with fewer of them held than a
+	 * quorum, it is then a split with a contender started with us, who found our key first
+	 * as we found theirs, not a lock that anyone holds. (A waiter blocks in line instead,
+	 * and the other's give-back wakes it.) */
+	bool ours = rd->yes || (q->wait == 0 && rd->pending && rd->held < nodes_quorum(ns));
 	if (rd->held + rd->refused > none)
-		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+		return ours ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	/* A server down (or silent) and the lock held on others: had its holder let go, the
 	 * servers that answered, or have yet to, could have made a quorum. It is the holder that
 	 * keeps us out, not the outage: busy, and waited for in line until enough of those
 	 * servers are free (or, having split them with another contender, tried again). */
 	if (rd->held && rd->yes + rd->young + rd->held + rd->pending >= nodes_quorum(ns)) {
 		rd->usable = rd->yes + rd->young + rd->held + rd->pending;
-		return rd->yes || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+		return ours || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	}
 	set_quorum_error(l, ns, &rd->why);
 	return ATTEMPT_NO_QUORUM;

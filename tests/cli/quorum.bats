@@ -307,6 +307,25 @@ time.sleep(60)' "$(redis_port q3)" &
 	done
 }
 
+@test "-n, a grant still on its way and fewer servers held than a quorum: a split, tried again" {
+	# The race of the scenario above, held still: q2 (frozen) has yet to answer when q1 (held
+	# by another) and q3 (down) decide the round. Its grant may be ours: nobody holds a quorum.
+	wait_until 5 nodes_old 2 1 2
+	run -0 "$RR" -n job -- true # (the scripts known)
+	rcli_on q1 set job "$OTHER" px 60000 >/dev/null
+	redis_stop q3
+	rcli_on q1 config resetstat >/dev/null
+	node_freeze 2
+	run -75 "$RR" -n -t 2s job -- echo never
+	node_thaw 2
+	# Asked again after each split, as two contenders started together are.
+	local calls
+	calls=$(rcli_on q1 info commandstats | sed -n 's/^cmdstat_eval\(sha\)\{0,1\}:calls=\([0-9]*\).*/\2/p' |
+		awk '{ n += $1 } END { print n + 0 }')
+	echo "q1 was asked $calls times" >&2
+	((calls > 1))
+}
+
 @test "two servers of 3 refusing: 69 at once, naming both" {
 	redis_stop q2
 	redis_stop q3
