@@ -428,10 +428,18 @@ lock_refusal_advice(const char *error)
 		   (strncmp(error, "ERR ", 4) == 0 &&
 		    (strstr(error, "can't run this command") || strstr(error, "ACL failure")));
 
-	return acl ? "; see LEAST PRIVILEGE in redlock-run(1)"
-	       : strncmp(error, "NOAUTH", 6) == 0
-		       ? "; give its password with --password-file, $REDLOCK_PASSWORD or in the URL"
-		       : "";
+	const char *empty = getenv("REDLOCK_PASSWORD");
+
+	if (acl)
+		return "; see LEAST PRIVILEGE in redlock-run(1)";
+	if (strncmp(error, "NOAUTH", 6) != 0)
+		return "";
+	/* (An empty one counts for none: a secret that a CI job did not get, most likely.) */
+	return empty && !*empty
+		       ? "; give its password with --password-file, $REDLOCK_PASSWORD "
+			 "(set, but empty) or in the URL"
+		       : "; give its password with --password-file, $REDLOCK_PASSWORD or in "
+			 "the URL";
 }
 
 bool

@@ -351,6 +351,10 @@ section() {
 	run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
 	assert_equal "$status" 69
 	[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD or in the URL" ]]
+	# An empty one is none, as unset: said, as a secret a CI job did not get leaves it.
+	REDLOCK_PASSWORD= run --separate-stderr "$REDLOCK_RUN" -r "unix://$(redis_sock locked)" job -- echo never
+	assert_equal "$status" 69
+	[[ $stderr == *NOAUTH*"; give its password with --password-file, \$REDLOCK_PASSWORD (set, but empty) or in the URL" ]]
 	# --status, --list and --break too: each request within the ten arguments after which
 	# Redis says "Protocol error" to a client that has not authenticated, instead of NOAUTH.
 	local op
