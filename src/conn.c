@@ -238,13 +238,16 @@ static enum conn_result read_some(struct conn *c);
 bool
 conn_check(struct conn *c)
 {
-	struct pollfd p = { c->fd, POLLIN, 0 };
+	struct pollfd p = { c->fd, POLLIN | POLLRDHUP, 0 };
 
-	/* On an idle connection nothing is due: anything readable is the end of it; over TLS,
-	 * unless it is TLS's own (a session ticket), which reading takes in. */
-	if (c->phase == PHASE_OPEN && !c->out_len && !c->due && poll(&p, 1, 0) > 0 &&
-	    (!c->tls || read_some(c) != CONN_OK || c->pending ||
-	     redisReaderGetReply(c->reader, &c->pending) != REDIS_OK || c->pending))
+	if (c->phase != PHASE_OPEN || c->out_len || c->due > c->unwanted || poll(&p, 1, 0) <= 0)
+		return c->phase != PHASE_CLOSED;
+	/* No answer we want is due. On an idle connection, anything readable is the end of it
+	 * (over TLS, unless it is TLS's own: a session ticket, which reading takes in); behind
+	 * answers we no longer want, a hang-up is: what went out now would never be answered. */
+	if (c->due ? p.revents & (POLLRDHUP | POLLHUP | POLLERR)
+		   : !c->tls || read_some(c) != CONN_OK || c->pending ||
+			     redisReaderGetReply(c->reader, &c->pending) != REDIS_OK || c->pending)
 		conn_close(c);
 	return c->phase != PHASE_CLOSED;
 }

@@ -65,8 +65,9 @@ bool conn_is_open(const struct conn *c);
 bool conn_is_ready(const struct conn *c);
 /* The socket of an open connection, for a poll that watches it; -1 otherwise. */
 int conn_fd(const struct conn *c);
-/* Closes c if the server hung up while it sat idle (nothing sent is lost then); true while
- * it is open. Costs one poll, no round trip. */
+/* Closes c if the server hung up while it sat idle, or with only answers due that are not
+ * wanted (conn_forget): nothing wanted is lost then. True while it is open. Costs one poll,
+ * no round trip. */
 bool conn_check(struct conn *c);
 void conn_close(struct conn *c);
 /* Closes c and forgets the address it reached: the next conn_open resolves the host name

@@ -537,6 +537,33 @@ print(o["held"], o["fence"], o["held_ms"] >= int(sys.argv[1]))' "$since")
 	done
 }
 
+@test "a waiter one of whose servers restarted takes the lock at the release, young servers or not" {
+	# q1 is young through the holder's lease; q3 restarts under the waiter, whose connection
+	# to it then owes it an answer it no longer wants (an outside trial: the release found
+	# q3 gone there, so young q1 could not count, and the waiter waited out q1's youth).
+	wait_until 5 nodes_old 2 2 3
+	redis_restart_empty q1
+	"$RR" -t 10s job -c "echo started > $dir/started
+		until [ -e $dir/go ]; do sleep 0.05; done" 2>"$dir/h.err" &
+	holder=$!
+	wait_until 5 test -s "$dir/started"
+	"$RR" -v -t 10s job -- echo waited >"$dir/out" 2>"$dir/w.err" &
+	local waiter=$!
+	in_line() { [[ $(rcli_on q2 zcard '{job}:waiting') == 1 ]]; }
+	wait_until 5 in_line
+	redis_restart_empty q3
+	wait_until 5 held_on q3 job
+	touch "$dir/go"
+	reap "$waiter"
+	cat "$dir/w.err" >&2
+	assert_equal "$status" 0
+	run cat "$dir/out"
+	assert_output waited
+	# Nobody else holds it anywhere then: the young servers count.
+	run ! grep -q "waiting for that" "$dir/w.err"
+	reap "$holder"
+}
+
 @test "a young server, an old one and one down: the wait for the young one is no busy loop" {
 	wait_until 5 nodes_old 3 2
 	redis_restart_empty q1 # young for the 3s lease below

@@ -1,6 +1,7 @@
 /* conn: connecting, AUTH and SELECT answered before anything else, deadlines and
  * interruptions, against a real redis-server. */
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -233,6 +234,23 @@ main(void)
 	CHECK_STR(reply_string(reply_element(r, 1), NULL), "two");
 	CHECK_INT(reply_type(reply_element(r, 2)), REPLY_NIL);
 	reply_free(r);
+
+	/* A server that hung up behind answers nobody wants any more (conn_forget) is found
+	 * gone before another request goes out on the connection, never to be answered. */
+	struct conn *admin = conn_new(&u);
+	CHECK_INT(conn_open(admin, clock_now() + NS_PER_S, -1), CONN_OK);
+	CHECK_INT(conn_send(c, 1, (const char *[]){ "PING" }, (size_t[]){ 4 }), 0);
+	conn_forget(c);
+	CHECK(conn_check(c));
+	CHECK_STR(redis_fixture_call(admin, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes",
+				     NULL),
+		  "1");
+	conn_free(admin);
+	struct pollfd hung_up = { conn_fd(c), POLLRDHUP, 0 };
+	CHECK_INT(poll(&hung_up, 1, 10000), 1);
+	CHECK(!conn_check(c));
+	CHECK(!conn_is_open(c));
+	CHECK_INT(conn_open(c, clock_now() + NS_PER_S, -1), CONN_OK);
 
 	/* A frozen server: the deadline holds, and an interruption leaves the request
 	 * pending on a connection that stays open. */
