@@ -378,10 +378,10 @@ fail_errno(struct conn *c, const char *what, int err)
 	bool here = c->phase == PHASE_CONNECTING &&
 		    (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS);
 
-	/* A TLS port resets a plain client that spoke first. */
+	/* A TLS port resets a plain client that spoke first; so does a server killed then. */
 	fail(c, CONN_FAILED, "%s %s: %s%s", what, c->address, msg_strerror(err, buf, sizeof(buf)),
 	     err == ECONNRESET && !c->received_ever && c->url->scheme == URL_TCP
-		     ? " (a TLS port? use rediss://)"
+		     ? " (a TLS port? use rediss://; else the server went away)"
 		     : "");
 	c->failed_here = here;
 	return CONN_FAILED;

@@ -177,12 +177,12 @@ connections() {
 	[[ $stderr == "redlock-run: "*"127.0.0.1:$(redis_port other)"*"(a plain port? use redis://"* ]]
 	run --separate-stderr "$RR" -n -r "redis://127.0.0.1:$port" job -- echo never
 	assert_equal "$status" 69
-	[[ $stderr == *"(a TLS port? use rediss://)"* ]]
+	[[ $stderr == *"(a TLS port? use rediss://; else the server went away)"* ]]
 	# Waiting, too: a server that never answered is not an outage to ride out for a minute,
 	# and took no lock to speak of.
 	run --separate-stderr "$RR" -r "redis://127.0.0.1:$port" job -- echo never
 	assert_equal "$status" 69
-	[[ $stderr == *"(a TLS port? use rediss://)" ]]
+	[[ $stderr == *"(a TLS port? use rediss://; else the server went away)" ]]
 	[[ $stderr != *"trying again"* && $stderr != *"if the lock was taken"* ]]
 }
 
