@@ -221,6 +221,10 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 		return;
 	case WATCHDOG_FAILED:
 		snprintf(st->last_error, sizeof(st->last_error), "%s", ev->detail);
+		if (st->lost) { /* a renewal that failed as the lease ran out: nothing to retry */
+			msg_info("cannot renew %s: %s", key, ev->detail);
+			return;
+		}
 		if ((!st->failing || msg_verbose()) && s->on_lost == ON_LOST_IGNORE)
 			msg_warn("cannot renew %s: %s; retrying for the %s left of the lease", key,
 				 ev->detail,

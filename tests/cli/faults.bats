@@ -151,6 +151,23 @@ teardown() {
 	assert_output --partial "it expired or was deleted; killing the command"
 }
 
+@test "a frozen server, a command that ignores SIGTERM: once the lock is lost, no word of retrying" {
+	"$RR" -v -t 3s --grace 30s job -c "trap '' TERM; echo ready > $dir/ready
+		until [ -e $dir/go ]; do sleep 0.05; done" 2>"$dir/err" &
+	p=$!
+	wait_until 5 grep -q 'renewed job' "$dir/err"
+	kill -STOP "$(redis_pid fault)"
+	# The renewal in flight times out as the lease ends, after the loss was declared.
+	failed_after_loss() { sed -n '/lost the lock on job/,$p' "$dir/err" | grep -q 'cannot renew'; }
+	wait_until 10 failed_after_loss
+	kill -CONT "$(redis_pid fault)"
+	touch "$dir/go"
+	reap "$p"
+	cat "$dir/err" >&2
+	assert_equal "$status" 76
+	run ! eval "sed -n '/lost the lock on job/,\$p' '$dir/err' | grep -q retrying"
+}
+
 @test "--on-lost term: a command that ignores SIGTERM gets SIGKILL after --grace" {
 	"$RR" -t 600ms --grace 700ms job -c "trap '' TERM; echo ready > $dir/ready; sleep 30" 2>/dev/null &
 	p=$!
