@@ -113,10 +113,13 @@ on_master() { redis-cli -p "$(master_port)" "$@"; }
 	# The renewals (every 2s) go on on the new master.
 	renewed_there() { on_master info commandstats | grep -Eq 'cmdstat_eval(sha)?:calls=[1-9]'; }
 	wait_until 8 renewed_there || { cat "$dir/err"; on_master info commandstats; false; }
+	# Said under -v, once.
+	wait_until 5 grep -q "moved from 127.0.0.1:$old to 127.0.0.1:$(master_port) (a Sentinel failover); the new master has it" "$dir/err"
 	touch "$dir/go"
 	reap "$pid"
 	cat "$dir/err"
 	[ "$status" -eq 7 ]
+	[[ $(grep -c "the new master has it" "$dir/err") == 1 ]]
 	[[ $(on_master exists job) == 0 ]]
 }
 
