@@ -488,6 +488,28 @@ straggler_wait(const struct acquisition *q)
 }
 
 /*
+ * Whether the round is to hear more answers: while it is undecided; and, decided against us by
+ * nodes found held before any grant of ours came, while nodes are still to answer, until
+ * *straggle (set then, as for a split). A grant on its way makes the round a split with a
+ * contender started with us, who found our key as we found theirs (with -n both would be busy
+ * while neither holds the lock); their lock's answer makes it held. A node still silent then
+ * is not waited for: held it is.
+ */
+static bool
+hearing(const struct nodes *ns, const struct acquisition *q, struct round *rd, int64_t *straggle)
+{
+	enum verdict v = verdict(ns, rd);
+	int64_t now;
+
+	if (v != VERDICT_NO || !rd->held || rd->yes || !outstanding(ns))
+		return v == VERDICT_OPEN;
+	now = clock_now();
+	if (*straggle == TIME_NEVER)
+		*straggle = now + time_max(now - rd->start, straggler_wait(q));
+	return now < *straggle;
+}
+
+/*
  * One attempt: the acquire request to every node at once, decided as soon as a quorum granted it
  * or can no longer grant it. Taken, it holds on the quorum until the quorum-th latest of the
  * granting nodes' lease ends, and counts only while two thirds of that are ahead
@@ -535,7 +557,7 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 		for (size_t i = 0; i < n; i++)
 			call_send(ns, i, &call, due_from(l, ns, i, deadline), intr_fd, false);
 	q->pipelined = false;
-	while (!rd->twice && verdict(ns, rd) == VERDICT_OPEN) {
+	while (!rd->twice && hearing(ns, q, rd, &straggle)) {
 		enum conn_result res = next_answer(ns, &call, straggle, deadline, intr_fd, &a);
 		int64_t now;
 		if (res == CONN_INTERRUPTED) {
@@ -648,21 +670,15 @@ attempt(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *r
 			l->holder[0] = '\0'; /* nobody else was seen */
 		return ATTEMPT_HELD;
 	}
-	/* With -n, whose busy is final, a grant still on its way (from a node yet to answer when
-	 * the nodes found held decided the round) may be ours: with fewer of them held than a
-	 * quorum, it is then a split with a contender started with us, who found our key first
-	 * as we found theirs, not a lock that anyone holds. (A waiter blocks in line instead,
-	 * and the other's give-back wakes it.) */
-	bool ours = rd->yes || (q->wait == 0 && rd->pending && rd->held < nodes_quorum(ns));
 	if (rd->held + rd->refused > none)
-		return ours ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+		return rd->yes ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	/* A server down (or silent) and the lock held on others: had its holder let go, the
 	 * servers that answered, or have yet to, could have made a quorum. It is the holder that
 	 * keeps us out, not the outage: busy, and waited for in line until enough of those
 	 * servers are free (or, having split them with another contender, tried again). */
 	if (rd->held && rd->yes + rd->young + rd->held + rd->pending >= nodes_quorum(ns)) {
 		rd->usable = rd->yes + rd->young + rd->held + rd->pending;
-		return ours || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
+		return rd->yes || rd->young ? ATTEMPT_SPLIT : ATTEMPT_HELD;
 	}
 	set_quorum_error(l, ns, &rd->why);
 	return ATTEMPT_NO_QUORUM;
