@@ -129,7 +129,7 @@ static void
 settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 {
 	int64_t deadline = clock_now() + time_min(l->io_timeout, NS_PER_S);
-	bool owed[NODES_MAX]; /* a give-back, still to go */
+	bool owed[NODES_MAX], sent[NODES_MAX] = { false }; /* a give-back, still to go; gone */
 	struct call call;
 	struct answer a;
 	bool unsure = false;
@@ -143,12 +143,15 @@ settle_interrupted(struct lock *l, struct nodes *ns, struct round *rd)
 			if (owed[i] && (l->replicas == 0 || !nodes_outstanding(ns, i))) {
 				call_send(ns, i, &call, deadline, -1, true);
 				owed[i] = false;
+				sent[i] = true;
 			}
 		}
 		if (nodes_next(ns, deadline, -1, &a) != CONN_OK)
 			break;
+		/* (A give-back that failed, on a connection that did not even open, leaves
+		 * whatever the node granted.) */
 		if (a.result != CONN_OK)
-			unsure = unsure || a.maybe_landed;
+			unsure = unsure || a.maybe_landed || sent[a.node];
 		else
 			reply_free(a.reply);
 	}
@@ -471,7 +474,9 @@ settle(struct lock *l, struct nodes *ns, struct acquisition *q, struct round *rd
 	l->fence = top;
 	if (nodes_verdict(ns, acked, no) == VERDICT_YES)
 		return 0;
-	if (res == CONN_INTERRUPTED)
+	/* (Interrupted as a raise's replicas were waited for, its answer is in: see nodes_hurry.)
+	 */
+	if (res == CONN_INTERRUPTED || (l->replicas && clock_interrupted(intr_fd)))
 		return -2;
 	set_error(l, "too few nodes acknowledged fence %lld: %s", top, rd->why.text);
 	return -1;
