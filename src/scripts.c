@@ -255,7 +255,9 @@
  * `pass(w)`: a contender that finds a place free but waiter w before it wakes w and leaves it a
  * handoff's time to come, as a release does (one killed is so passed over a second later, rather
  * than holding back everyone behind it for as long as its place lasts); returns what w's place
- * has left, at most that.
+ * has left, at most that. `pass_shared(at)`: so for every shared waiter that came before `at`
+ * (µs; before the first exclusive waiter when nil), who would all go together (several killed
+ * together, a CI job cancelled whole, are passed over in one handoff, not one each).
  *
  * `lengthen(key, ms, made)`: key lives ms more, unless it has longer. PEXPIRE GT does it in one
  * command (Redis 7.0 and later); a key without expiry counts as endless there, so a key that
@@ -311,6 +313,17 @@
 	"  local sign = string.sub(w, 1, 2) == 's:' and -1 or 1\n"                                 \
 	"  redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), w)\n"               \
 	"  return " HANDOFF_MS "\n"                                                                \
+	"end\n"                                                                                    \
+	"local function pass_shared(at)\n"                                                          \
+	"  if not at then at = firsts(queue, 1)[2] end\n"                                           \
+	"  local ws = redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"                   \
+	"    at and '(' .. string.format('%.0f', at) or '+inf')\n"                                 \
+	"  local left = " HANDOFF_MS "\n"                                                           \
+	"  for _, w in ipairs(ws) do\n"                                                             \
+	"    local s = redis.call('ZSCORE', places, w)\n"                                          \
+	"    if s and math.abs(tonumber(s)) > clock() then left = math.min(left, pass(w)) end\n"   \
+	"  end\n"                                                                                  \
+	"  return left\n"                                                                           \
 	"end\n"                                                                                    \
 	"local function wake_up(w)\n"                                                              \
 	"  push(list_of(w))\n"                                                                     \
@@ -545,7 +558,7 @@
 static struct script script_acquire = {
 	.writes = true,
 	.text = ARGS "local me, side = value, 1\n" TAKE AHEAD
-	"local first, holder, readers, pttl\n"
+	"local first, holder, readers, pttl, at\n"
 	"local e = permitted(false) or superseded(me)\n"
 	"if e then return e end\n"
 	"if handoff > 0 and discipline(me) == 'latest' and\n"
@@ -561,7 +574,8 @@ static struct script script_acquire = {
 	"if not first then\n"
 	"  holder = take()\n"
 	"  if not holder and ordered and in_line then\n"
-	"    first = ahead(tonumber(redis.call('ZSCORE', queue, me)))\n"
+	"    at = tonumber(redis.call('ZSCORE', queue, me))\n"
+	"    first = ahead(at)\n"
 	"    if first then redis.call('DEL', KEYS[1]) end\n"
 	"  end\n"
 	"end\n"
@@ -572,7 +586,7 @@ static struct script script_acquire = {
 	"if first then\n"
 	"  holder = string.gsub(first, '^s:', '')\n"
 	"  if discipline(holder) ~= discipline(me) then return disagree(holder) end\n"
-	"  pttl = pass(first)\n"
+	"  pttl = string.sub(first, 1, 2) == 's:' and pass_shared(at) or pass(first)\n"
 	"else\n"
 	"  if holder == me then\n"
 	"    redis.call('PEXPIRE', KEYS[1], ttl)\n" LEAVE_LINE

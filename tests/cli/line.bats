@@ -267,6 +267,40 @@ killed_at_front() {
 	killed_at_front 1
 }
 
+@test "two shared waiters killed together at the front are passed over in one handoff, not one each" {
+	"$RR" -t 1h job -c "echo ready > $dir/ready; until [ -e $dir/go ]; do sleep 0.05; done" &
+	holder=$!
+	wait_until 5 test -s "$dir/ready"
+	local killed=() i
+	for i in 1 2; do
+		"$RR" -s job -- touch "$dir/ran.killed" &
+		killed+=($!)
+		wait_until 10 in_line "$i"
+	done
+	"$RR" job -- touch "$dir/ran.behind" &
+	behind=$!
+	wait_until 10 in_line 3
+	kill -KILL "${killed[@]}"
+	for i in "${killed[@]}"; do
+		reap "$i"
+	done
+	# place_of PID: when the place of the waiter of that pid ends (ms), if it has one.
+	place_of() {
+		rcli zrange '{job}:waiting' 0 -1 withscores | paste - - |
+			awk -v pid=":$1" 'substr($1, length($1) - length(pid) + 1) == pid {
+				printf "%.0f\n", $2 < 0 ? -$2 : $2 }'
+	}
+	passed() { local s; s=$(place_of "$1"); [[ -z $s ]] || ((s <= $(server_ms main) + 1500)); }
+	touch "$dir/go"
+	reap_ok "$holder"
+	# The one behind passes the first: the second, which would go with it, goes too.
+	wait_until 10 passed "${killed[0]}"
+	passed "${killed[1]}"
+	wait_until 30 test -e "$dir/ran.behind"
+	reap_ok "$behind"
+	[ ! -e "$dir/ran.killed" ]
+}
+
 @test "so in a semaphore's line" {
 	"$RR" -l 2 -t 1h job -c "until [ -e $dir/go.other ]; do sleep 0.05; done" &
 	other=$!
