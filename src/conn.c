@@ -902,8 +902,8 @@ write_some(struct conn *c)
 			return CONN_OK;
 		case TLS_CLOSED:
 			return closed_by_server(c);
-		default:
-			return fail(c, CONN_FAILED, "lost the connection to %s: %s", c->address,
+		default: /* (as a read finds it: a refusal, such as a certificate it demanded) */
+			return fail(c, CONN_REFUSED, "lost the connection to %s: %s", c->address,
 				    why);
 		}
 	} else if ((n = send(c->fd, c->out + c->out_sent, end - c->out_sent,
