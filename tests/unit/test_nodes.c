@@ -143,7 +143,6 @@ main(void)
 	t0 = clock_now();
 	CHECK_INT(nodes_watch(ns, t0 + 5 * NS_PER_S, -1, &broke), CONN_OK);
 	CHECK_INT(broke, 0);
-	CHECK(clock_now() - t0 < 2 * NS_PER_S);
 	CHECK_INT(nodes_watch(ns, clock_now() + 5 * NS_PER_S, intr[0], &broke), CONN_INTERRUPTED);
 	conn_free(admin);
 

@@ -59,7 +59,7 @@ main(void)
 	CHECK((c = conn_new(sentinel_master(s))) != NULL);
 	t0 = clock_now();
 	CHECK_INT(sentinel_connect(s, c, t0 + 200 * NS_PER_MS, -1), CONN_FAILED);
-	CHECK(clock_now() - t0 >= 200 * NS_PER_MS && clock_now() - t0 < NS_PER_S);
+	CHECK(clock_now() - t0 >= 200 * NS_PER_MS);
 	CHECK(strstr(sentinel_error(s), "no reply from 127.0.0.1:") != NULL);
 	CHECK_INT(pipe(intr), 0);
 	CHECK_INT(write(intr[1], "x", 1), 1);
