@@ -452,7 +452,8 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 				# then it looked again by itself, and holds it.)
 				run -75 --separate-stderr "$RR" -v -n job -- echo never
 				[[ $stderr == *"job is free, but $(hostname):$b is in line for it first; giving up after "* ||
-					$stderr == *"job is held by $(hostname):$b; giving up after "* ]]
+					$stderr == *"job is held by $(hostname):$b; giving up after "* ]] ||
+					{ echo "b is $b; the -n run said: $stderr" >&2; false; }
 			elif [[ $mode == terminal ]]; then
 				# On a terminal too, where it asks nothing of a free lock.
 				run -0 on_terminal y "$RR" --break job
