@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -62,9 +61,7 @@ resumed(struct watchdog *w)
 static bool
 told_to_stop(const struct watchdog *w)
 {
-	struct pollfd p = { w->stop[0], POLLIN, 0 };
-
-	return poll(&p, 1, 0) > 0;
+	return clock_interrupted(w->stop[0]);
 }
 
 /* A node's failover, as nodes_failover says it (0 for none), hashed (FNV-1a). */
