@@ -314,12 +314,13 @@
 	"  redis.call('ZADD', places, 'XX', sign * (clock() + " HANDOFF_MS "), w)\n"               \
 	"  return " HANDOFF_MS "\n"                                                                \
 	"end\n"                                                                                    \
-	"local function pass_shared(at)\n"                                                          \
-	"  if not at then at = firsts(queue, 1)[2] end\n"                                           \
-	"  local ws = redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"                   \
+	"local function shared_before(at)\n"                                                        \
+	"  return redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"                      \
 	"    at and '(' .. string.format('%.0f', at) or '+inf')\n"                                 \
+	"end\n"                                                                                    \
+	"local function pass_shared(at)\n"                                                          \
 	"  local left = " HANDOFF_MS "\n"                                                           \
-	"  for _, w in ipairs(ws) do\n"                                                             \
+	"  for _, w in ipairs(shared_before(at or firsts(queue, 1)[2])) do\n"                      \
 	"    local s = redis.call('ZSCORE', places, w)\n"                                          \
 	"    if s and math.abs(tonumber(s)) > clock() then left = math.min(left, pass(w)) end\n"   \
 	"  end\n"                                                                                  \
@@ -332,8 +333,7 @@
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
 	"local function wake_shared_before(at)\n"                                                  \
-	"  local ws = redis.call('ZRANGEBYSCORE', queue .. '-shared', '-inf',\n"                   \
-	"    at and '(' .. string.format('%.0f', at) or '+inf')\n"                                 \
+	"  local ws = shared_before(at)\n"                                                         \
 	"  for _, w in ipairs(ws) do push(list_of(w)) end\n"                                       \
 	"  return #ws\n"                                                                           \
 	"end\n"                                                                                    \
