@@ -21,10 +21,7 @@ setup() {
 }
 
 teardown() {
-	# What a failed scenario left running (a holder of -t 1h, say) must not keep bats waiting
-	# until the suite's time runs out.
-	local pid
-	for pid in $(jobs -p); do kill -KILL "$pid" 2>/dev/null || true; done
+	kill_jobs
 	redis_stop p1
 	redis_stop p2
 	# The MONITOR clients a scenario started, whatever became of it.

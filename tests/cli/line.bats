@@ -28,9 +28,8 @@ in_line() { [[ $(rcli zcard '{job}:waiting') == "$1" ]]; }
 
 # What a scenario that failed left running goes with it.
 teardown() {
-	local pid
 	[ -z "${BATS_TEST_COMPLETED:-}" ] || return 0
-	for pid in $(jobs -p); do kill -KILL "$pid" 2>/dev/null || true; done
+	kill_jobs
 }
 
 @test "a waiter keeps its one connection through a long hold, and each look costs 8 commands" {
