@@ -77,8 +77,9 @@ tell_quorum(const struct lock *l, const struct nodes *ns)
 				nodes_error(ns, i));
 }
 
-/* Whether the waiter first in line, in l->holder, ran on this host and is gone: killed outright,
- * it could not leave the line. */
+/* Whether the waiter first in line, in l->holder, ran on this host and is gone now: killed
+ * outright, it could not leave the line; or woken as the answer came (by a pass over the dead
+ * before it, say), it has had its turn since. */
 static bool
 first_gone(const struct lock *l)
 {
@@ -125,9 +126,9 @@ acquire(struct lock *l, struct nodes *ns, const struct opts *o, const struct sig
 					 l->key,
 					 lock_describe_holder(l->holder, holder, sizeof(holder)),
 					 msg_verbose() && first_gone(l)
-						 ? " (gone: killed outright, it could not leave "
-						   "the line; passed over now, it loses its turn "
-						   "within a second)"
+						 ? " (gone: if killed outright, it could not "
+						   "leave the line, and loses its turn within a "
+						   "second; else it has had its turn since)"
 						 : "",
 					 buf);
 			else if (l->holder[0])

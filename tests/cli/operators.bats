@@ -525,7 +525,7 @@ assert 1000 < o["stalled_ms"] <= 31000, o' "$output"
 	touch "$dir/go"
 	reap "$holder"
 	assert_equal "$status" 76
-	[[ $said == *"job is free, but $(hostname):$dead is in line for it first (gone: killed outright, it could not leave the line; passed over now, it loses its turn within a second); giving up after "* ]]
+	[[ $said == *"job is free, but $(hostname):$dead is in line for it first (gone: if killed outright, it could not leave the line, and loses its turn within a second; else it has had its turn since); giving up after "* ]]
 }
 
 @test "five waiters killed at the front: --status names the next one alive; a run asking gets the line past them" {
