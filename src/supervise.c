@@ -592,8 +592,20 @@ supervise(const struct supervision *s)
 					child_signal(s->child, SIGCONT);
 			}
 		}
-		while (watchdog_take(s->watchdog, &ev))
+		while (watchdog_take(s->watchdog, &ev)) {
+			/* A loss found by a renewal sent once the lease had run out (we were
+			 * stopped or starved until then) came second: the lease's end is what is
+			 * said, as when the clock is read first, and a break meanwhile at the
+			 * release. */
+			if (ev.type == WATCHDOG_LOST && ev.sent >= st.lease_end) {
+				if (signals_take_cont(s->signals))
+					st.woke_at = clock_now();
+				on_time(s, &st, clock_now());
+				if (st.lost)
+					continue;
+			}
 			on_event(s, &st, &ev);
+		}
 		if (p[4].fd >= 0 && p[4].revents)
 			watch_server(s);
 		if (read(timer, &expirations, sizeof(expirations)) < 0) {
