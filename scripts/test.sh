@@ -15,7 +15,10 @@ dir=${BUILD_DIR:-build}
 build "$dir" ${MESON_SETUP_ARGS:-}
 
 status=0
-meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" "$@" || status=$?
+# The scenarios spend most of their time waiting for servers and leases: one more than the
+# cores keeps the machine busy without starving any of them (on two cores, the CPU is 60 % in
+# use, 70 % under the sanitizers).
+meson test -C "$dir" --print-errorlogs --num-processes "$(($(nproc) + 1))" "$@" || status=$?
 
 # One closing line that any CI reads the same way.
 log="$dir/meson-logs/testlog.json"
