@@ -432,6 +432,10 @@ lock_refusal_advice(const char *error)
 
 	if (acl)
 		return "; see LEAST PRIVILEGE in redlock-run(1)";
+	/* A URL that names a replica (over Sentinel, the master moved: asked again there) */
+	if (strncmp(error, "READONLY", 8) == 0)
+		return "; it is a replica: give its master (redlock-run --status names it), or a "
+		       "redis+sentinel:// URL";
 	if (strncmp(error, "NOAUTH", 6) != 0)
 		return "";
 	/* (An empty one counts for none: a secret that a CI job did not get, most likely.) */

@@ -351,7 +351,18 @@ fail_over_without_key() {
 	assert_equal "$status" 0
 }
 
-@test "--status asked of a replica says so" {
+@test "--status asked of a replica says so; a run or a break there says where to look" {
+	local replica="127.0.0.1:$(redis_port m2)" advice
+	advice="; it is a replica: give its master (redlock-run --status names it), or a redis+sentinel:// URL"
+	run -69 "$RR" -r "redis://$replica" job -- echo never
+	[[ $output == "redlock-run: $replica refused to take job: READONLY "*"$advice" ]]
+	"$RR" -t 30s job -- sleep 60 &
+	local holder=$!
+	wait_until 5 replica_has m2 job
+	run -69 "$RR" -r "redis://$replica" --break --yes job
+	[[ $output == "redlock-run: $replica refused to break job: READONLY "*"$advice" ]]
+	kill "$holder"
+	reap "$holder"
 	run -0 "$RR" --status -r "redis://127.0.0.1:$(redis_port m2)" job
 	assert_line "note: 127.0.0.1:$(redis_port m2) is a replica of 127.0.0.1:$(redis_port m1): what it says may be behind its master; ask the master (or use a Sentinel URL)"
 	run -0 "$RR" --status --json -r "redis://127.0.0.1:$(redis_port m2)" job
