@@ -246,6 +246,12 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 			  key, ev->detail);
 		return;
 	case WATCHDOG_LOST:
+		/* Lost by the clock already (we were stopped, say): a break meanwhile is said at
+		 * the release, once. */
+		if (st->lost && lock_broken_by(ev->detail, holder, sizeof(holder))) {
+			st->gone = true;
+			return;
+		}
 		break;
 	}
 	st->gone = true;
@@ -593,16 +599,13 @@ supervise(const struct supervision *s)
 			}
 		}
 		while (watchdog_take(s->watchdog, &ev)) {
-			/* A loss found by a renewal sent once the lease had run out (we were
-			 * stopped or starved until then) came second: the lease's end is what is
-			 * said, as when the clock is read first, and a break meanwhile at the
-			 * release. */
-			if (ev.type == WATCHDOG_LOST && ev.sent >= st.lease_end) {
+			/* Continued, or fed at last, past the time to stop the command (see
+			 * loss_due), we may learn of a renewal's loss in the same turn as of the
+			 * stop: the clock speaks first, as when it is read first. */
+			if (ev.type == WATCHDOG_LOST) {
 				if (signals_take_cont(s->signals))
 					st.woke_at = clock_now();
 				on_time(s, &st, clock_now());
-				if (st.lost)
-					continue;
 			}
 			on_event(s, &st, &ev);
 		}
