@@ -97,13 +97,14 @@ is_fence() { [[ $1 =~ ^[0-9]{16}$ ]] && (($1 > 1767225600000000 && $1 < 90071992
 
 
 # kill_jobs: kills what a scenario left running in the background (a holder of -t 1h, say), so
-# that bats does not wait for it. Not bats's own timeout watchdog, the job that sleeps for
-# BATS_TEST_TIMEOUT: killed outright, it leaves that sleep holding the test's output open, and
-# bats and meson waiting, until the timeout runs out.
+# that bats does not wait for it. Not bats's own timeout watchdog, a subshell of bats-exec-test
+# that sleeps for BATS_TEST_TIMEOUT: killed outright, it leaves that sleep holding the test's
+# output open, and bats and meson waiting, until the timeout runs out.
 kill_jobs() {
 	local pid
 	for pid in $(jobs -p); do
-		pgrep -P "$pid" -fx "sleep ${BATS_TEST_TIMEOUT:-}" >/dev/null ||
+		grep -q bats-exec-test "/proc/$pid/cmdline" 2>/dev/null &&
+			pgrep -P "$pid" -fx "sleep ${BATS_TEST_TIMEOUT:-}" >/dev/null ||
 			kill -KILL "$pid" 2>/dev/null || true
 	done
 }
