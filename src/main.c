@@ -240,7 +240,7 @@ release(struct lock *l, struct nodes *ns, struct outcome *out)
 			/* Lost otherwise first (stopped past its lease, say): a break meanwhile is
 			 * what the people on call look for in its log. */
 			char by[LOCK_HOLDER_MAX];
-			if (lock_broken_by(l->holder, by, sizeof(by)))
+			if (!out->told_break && lock_broken_by(l->holder, by, sizeof(by)))
 				msg_error("the lock on %s had been broken by %s "
 					  "(redlock-run --break) meanwhile",
 					  l->key, by);

@@ -43,8 +43,9 @@ struct state {
 				    * lease) says (TIME_NEVER: none); see kill_time */
 	enum stop_reason stopping; /* why the command is being stopped, if it is */
 	bool lost;
-	bool gone;    /* the key is no longer ours: the lease protects nothing now */
-	bool failing; /* renewals are failing right now */
+	bool gone;       /* the key is no longer ours: the lease protects nothing now */
+	bool told_break; /* the loss said was a break, named (not to be said again) */
+	bool failing;    /* renewals are failing right now */
 	char last_error[512];
 	bool exited; /* the command was reaped */
 	int wait_status;
@@ -267,6 +268,7 @@ on_event(const struct supervision *s, struct state *st, const struct watchdog_ev
 			msg_error("lost the lock on %s: it was broken by %s (redlock-run --break); "
 				  "%s",
 				  key, holder, action(s->on_lost));
+			st->told_break = true;
 			break;
 		}
 		msg_error("lost the lock on %s: it is held by %s now%s%s; %s", key,
@@ -631,6 +633,7 @@ supervise(const struct supervision *s)
 		st.lost = true;
 	}
 	out.lost = st.lost;
+	out.told_break = st.told_break;
 	out.lease_end = st.lease_end;
 	if (st.lost) {
 		out.status = STATUS_LOST;

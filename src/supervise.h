@@ -36,6 +36,7 @@ struct outcome {
 	int signal;        /* when non-zero, end by this signal instead (the command died of it) */
 	bool lost;         /* the lock was lost while the command ran */
 	bool forwarded;    /* signal is one redlock-run passed on (so no terminal sent it) */
+	bool told_break;   /* the loss said was a --break, and who broke it */
 	int64_t lease_end; /* when the lease ended, or would have, as supervise last knew it */
 };
 

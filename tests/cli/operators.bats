@@ -359,8 +359,9 @@ assert [x["process"] for x in w] == ["gone", "running"], w'
 	((waited > broken && waited / 1000 < expires))
 	reap "$holder"
 	assert_equal "$status" 76
+	# Said once, not again at the release
 	run cat "$dir/holder.err"
-	assert_output --regexp "lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command"
+	assert_output --regexp "^redlock-run: lost the lock on job: it was broken by $(hostname):[0-9]+ \(redlock-run --break\); stopping the command$"
 }
 
 @test "--break, then the holder's release answered after its lease ran out (a frozen server): 76, naming who broke it" {
