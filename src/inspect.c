@@ -338,8 +338,10 @@ read_breaking(struct lock *l, const char *address, const struct reply *r, struct
 	b->before = reply_type(before) == REPLY_STRING ? atoll(reply_string(before, NULL)) : -1;
 	b->left = ttl_ns(reply_integer(reply_element(r, 3)));
 	b->holders = (size_t)time_max(reply_integer(reply_element(r, 4)), 0);
-	if (n > 5 && reply_type(reply_element(r, 5)) == REPLY_STRING) {
-		const char *v = reply_string(reply_element(r, 5), &len);
+	b->exclusive = n > 5 && reply_type(reply_element(r, 5)) == REPLY_INTEGER &&
+		       reply_integer(reply_element(r, 5)) == 1;
+	if (n > 6 && reply_type(reply_element(r, 6)) == REPLY_STRING) {
+		const char *v = reply_string(reply_element(r, 6), &len);
 		snprintf(b->holder, sizeof(b->holder), "%.*s", (int)len, v);
 	}
 	return 0;

@@ -266,6 +266,7 @@ struct lock_breaking {
 	long long fence, before;      /* the fence now, and the one before (-1: none) */
 	int64_t left;                 /* what was left of the broken holders' leases (ns) */
 	size_t holders;               /* how many held it */
+	bool exclusive;               /* a lock held exclusively: before was its holder's fence */
 	char holder[LOCK_HOLDER_MAX]; /* the first of them */
 };
 

@@ -684,9 +684,10 @@ text_breaking(FILE *out, const char *prefix, const char *key, const struct lock_
 		fprintf(out, "%s%s was free: nothing to break\n", prefix, key);
 		return;
 	}
-	/* The fences are the server's clock in µs, when each was taken: held that long (of
-	 * several holders, the last fence is the newest's, which says nothing of the others). */
-	if (b->holders == 1 && b->before > 1000000000000000LL && b->fence > b->before)
+	/* The fences are the server's clock in µs, when each was taken: held that long. (Of a
+	 * semaphore or a shared lock, the last fence may be a later holder's, one that has gone
+	 * since: its holders' start is not kept.) */
+	if (b->exclusive && b->before > 1000000000000000LL && b->fence > b->before)
 		snprintf(since, sizeof(since), "taken %s ago, ",
 			 duration_format((int64_t)((b->fence - b->before) / 1000) * NS_PER_MS, held,
 					 sizeof(held)));

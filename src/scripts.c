@@ -1013,8 +1013,9 @@ struct script script_query = {
  * waiters that were killed, once the handoff's time given to them is over (a release wakes only
  * those it makes room for: a waiter killed at the front holds the others back until they look
  * again, see LINE; a line that keeps no order is woken as a release wakes it). Returns {1, the new
- * fence, the fence before, the ms the broken leases had left, how many held it, then their values
- * (16 at most)}; {0} when nobody holds KEY (the line is woken all the same: a free lock whose next
+ * fence, the fence before, the ms the broken leases had left, how many held it, 1 for a lock held
+ * exclusively (0: a semaphore or shared lock, whose fence before may be a later holder's), then
+ * their values (16 at most)}; {0} when nobody holds KEY (the line is woken all the same: a free lock whose next
  * waiter was not woken is a stuck line); {2, a holder} when the holder shown is not among them any
  * more, nor kept by --min-hold (it finished, and someone else took the lock): nothing is broken; an
  * error "FOREIGN what" when KEY is not a lock (see ALIEN).
@@ -1055,7 +1056,7 @@ struct script script_break = {
 		"local f, before = fence()\n"
 		"wake_next(math.max(#holders, 1) + 15)\n"
 		"local out = {1, string.format('%.0f', f), before and string.format('%.0f', before) or false,\n"
-		"             ttl, #holders}\n"
+		"             ttl, #holders, kind == 'string' and 1 or 0}\n"
 		"for i = 1, math.min(#holders, 16) do out[#out + 1] = holders[i] end\n"
 		"return out\n",
 };

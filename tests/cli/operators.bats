@@ -690,6 +690,16 @@ while True:
 	reap "$b"
 	assert_equal "$status" 76
 	grep -q "it was broken by $(hostname):" "$dir/a.err"
+	# The one holder left of a shared lock, after another came and went: no "taken ... ago"
+	# either, as the last fence is the one that went.
+	"$RR" -t 3s -s shy -c "touch $dir/shy; exec sleep 60" &
+	local s=$!
+	wait_until 5 test -e "$dir/shy"
+	run -0 "$RR" -s shy -- true
+	run -0 "$RR" --break --yes shy
+	assert_line --index 0 --regexp "^broke shy, held by $(hostname):$s \([0-9.]+s of its lease left\): fence [0-9]+, now [0-9]+$"
+	reap "$s"
+	assert_equal "$status" 76
 	# A lock --min-hold keeps is free again, for anyone.
 	run -0 "$RR" --min-hold 10m kept -- true
 	run -0 "$RR" --break --yes kept
