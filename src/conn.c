@@ -77,6 +77,7 @@ struct conn {
 	bool read_wants_write;        /* a TLS read needs the socket writable first */
 	bool received;                /* anything came from the server on this connection */
 	bool received_ever;           /* on any opening of this connection: it is no TLS port */
+	bool spoke;                   /* a whole reply came on this opening: it speaks RESP */
 	bool failed_here;             /* the last failure was this process's own */
 	bool for_good;                /* it was a refusal that asking again would not change */
 	bool not_now;                 /* the server answered AUTH or SELECT "not now" */
@@ -258,7 +259,7 @@ conn_close(struct conn *c)
 	tls_free(c->tls);
 	c->tls = NULL;
 	c->tls_unsent = 0;
-	c->read_wants_write = c->received = false;
+	c->read_wants_write = c->received = c->spoke = false;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -1018,12 +1019,17 @@ take_replies(struct conn *c)
 		void *r;
 
 		if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
-			fail(c, CONN_FAILED, "protocol error from %s: %s (is it a Redis server?)",
-			     c->address, c->reader->errstr);
+			/* Before any reply: not a Redis server at all (a wrong port), which asking
+			 * again would not change. */
+			fail(c, c->spoke ? CONN_FAILED : CONN_REFUSED,
+			     "protocol error from %s: %s (is it a Redis server?)", c->address,
+			     c->reader->errstr);
+			c->for_good = !c->spoke;
 			return;
 		}
 		if (!r)
 			return;
+		c->spoke = true;
 		if (c->phase == PHASE_HELLO) {
 			hello_answer(c, r);
 			freeReplyObject(r);

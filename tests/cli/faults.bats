@@ -364,8 +364,10 @@ teardown() {
 	grep -q "it expired or was deleted; killing the command" "$dir/err"
 }
 
-@test "something that hangs up on every request, and never answered: 69 at once, not hammered" {
-	python3 - "$dir" <<'PY' 3>&- &
+# not_redis [ANSWER]: something on a loopback port ($dir/port) that reads each request, answers
+# ANSWER (nothing: hangs up) and closes; $dir/count says how many it took. Its pid in $server.
+not_redis() {
+	python3 - "$dir" "${1:-}" <<'PY' 3>&- &
 import os, socket, sys
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -375,6 +377,7 @@ n = 0
 while True:
     c, _ = s.accept()
     c.recv(4096)
+    c.sendall(sys.argv[2].encode())
     c.close()
     n += 1
     # Whole or not at all: the test may read it at any moment.
@@ -383,6 +386,10 @@ while True:
 PY
 	server=$!
 	wait_until 5 test -s "$dir/port"
+}
+
+@test "something that hangs up on every request, and never answered: 69 at once, not hammered" {
+	not_redis
 	run --separate-stderr "$RR" -r "redis://127.0.0.1:$(cat "$dir/port")" -t 1s job -- echo never
 	wait_until 5 test -s "$dir/count"
 	kill "$server"
@@ -391,6 +398,15 @@ PY
 	[[ $stderr == *"closed the connection" ]]
 	[[ $stderr != *"if the lock was taken"* ]]
 	assert_equal "$(cat "$dir/count")" 1
+}
+
+@test "something that is not Redis (an HTTP server on a wrong port): 69 at once, with -w too" {
+	not_redis $'HTTP/1.0 400 Bad Request\r\n\r\n'
+	# (Were it ridden out as an outage, it would say it tries again, and end with the wait.)
+	run --separate-stderr "$RR" -r "redis://127.0.0.1:$(cat "$dir/port")" -w 20s job -- echo never
+	kill "$server"
+	assert_equal "$status" 69
+	assert_equal "$stderr" "redlock-run: protocol error from 127.0.0.1:$(cat "$dir/port"): Protocol error, got \"H\" as reply type byte (is it a Redis server?)"
 }
 
 @test "a server with as many clients as it takes: a wait rides it out, -n says so at once" {
