@@ -110,7 +110,8 @@ opts_print_help(FILE *out)
 		"  -n, --nonblock             fail at once if KEY is held",
 		"                             (also --nb, --nonblocking)",
 		"  -w, --wait, --timeout DURATION",
-		"                             give up after waiting DURATION for KEY (-w 0 is -n)",
+		"                             give up after waiting DURATION for KEY (-w 0 is -n,",
+		"                             -w infinity as long as it takes)",
 		"  -E, --conflict-exit-code N",
 		"                             exit status when the lock is not acquired (75)",
 		"  -c, --command STRING       run STRING with $SHELL -c (or /bin/sh)",
@@ -708,7 +709,10 @@ again:
 			nonblock = true;
 			break;
 		case 'w':
-			if (!take_duration("timeout", optarg, &o->wait, err, size))
+			/* (systemd's word for a time span without end, from a unit file) */
+			if (strcmp(optarg, "infinity") == 0)
+				o->wait = WAIT_FOREVER;
+			else if (!take_duration("timeout", optarg, &o->wait, err, size))
 				return OPTS_USAGE_ERROR;
 			break;
 		case 'E':

@@ -137,6 +137,9 @@ main(void)
 	CHECK_INT(PARSE("-n", "-w", "5", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.wait, 0); /* -n wins */
 	DONE();
+	CHECK_INT(PARSE("-w", "5", "-w", "infinity", "k", "true"), OPTS_RUN);
+	CHECK_INT(o.wait, WAIT_FOREVER); /* as without -w: systemd's word */
+	DONE();
 	CHECK_INT(PARSE("-w", "5", "-n", "k", "true"), OPTS_RUN);
 	CHECK_INT(o.wait, 0);
 	DONE();
