@@ -524,23 +524,28 @@ at() { awk -v n="$1" -v e="$2" '$1 == n && $2 == e { print $3 }' "$dir/log"; }
 	redis_start a
 	relay_start a
 	relay_set a "delay 1000"
-	# A holds the lock, straight to the server, until told to go.
+	# A holds the lock, straight to the server, until told to go; its end by the server's
+	# clock (in µs, as the fences are).
 	REDLOCK_URL="unix://$(redis_sock a)" "$RR" job -c "touch $dir/a-in
-		while [ ! -e $dir/go ]; do sleep 0.01; done; date +%s%6N > $dir/a-end" &
+		while [ ! -e $dir/go ]; do sleep 0.01; done
+		redis-cli -s $(redis_sock a) time | paste -sd ' ' > $dir/a-end" &
 	local a=$!
 	wait_until 5 test -e "$dir/a-in"
 	# B waits through the relay, which holds every reply 1s.
-	"$RR" -r "unix://$(relay_sock a)" job -c "date +%s%6N > $dir/b-start" &
+	"$RR" -r "unix://$(relay_sock a)" job -c "echo \$REDLOCK_FENCE > $dir/b-fence" &
 	local b=$!
 	wait_until 5 blocked 1
 	touch "$dir/go"
 	wait "$a"
 	wait "$b"
-	local gap=$(($(cat "$dir/b-start") - $(cat "$dir/a-end")))
-	echo "from A's end to B's start: ${gap}us" >&2
-	# The BLPOP's answer and the attempt's come back together, 1s after the release; an
-	# attempt sent after the wake-up would take 1s more: B could not start before 2s.
-	((gap < 2000000))
+	local s us
+	read -r s us <"$dir/a-end"
+	# B's fence is the server's clock as its attempt ran there. Sent behind the BLPOP, the
+	# attempt runs as the release wakes it; sent once the BLPOP's answer came back, it could
+	# not run before the relay's second had passed. (B's own start does not count.)
+	local gap=$(($(cat "$dir/b-fence") - (s * 1000000 + us)))
+	echo "from A's end to B's attempt, by the server's clock: ${gap}us" >&2
+	((gap < 1000000))
 }
 
 @test "a waiter's queued attempt runs a margin after a dead holder's lease ran out, never at its instant" {
