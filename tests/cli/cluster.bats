@@ -57,8 +57,7 @@ moved_on() {
 		# One -MOVED for the whole run: the watchdog and the release start at the owner.
 		[[ $(moved_on "$seed") == $((moved + 1)) ]]
 		# Renewed there: the command ran for three TTLs.
-		(($(rcli_on "$m" info commandstats |
-			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p') >= 4))
+		(($(calls_on "$m" evalsha) >= 4))
 		run -0 "$RR" -r "redis://127.0.0.1:$(redis_port "$seed")" --status "$key"
 		assert_output --partial "is free"
 	done
@@ -280,8 +279,7 @@ no_overlap() {
 	wait_until 10 grep -q "waiting for" "$dir/err2" || { cat "$dir/err2" "$dir/err1"; false; }
 	# The renewals go on, on the new owner.
 	renewed_on_dst() {
-		(($(rcli_on "$dst" info commandstats |
-			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | grep . || echo 0) >= 3))
+		(($(calls_on "$dst" evalsha) >= 3))
 	}
 	wait_until 10 renewed_on_dst
 	touch "$dir/go"
@@ -426,8 +424,7 @@ no_overlap() {
 	wait_until 5 replica_has "$replica" "$key"
 	cluster_promote "$replica" "$key"
 	sleep_renewals() {
-		(($(rcli_on "$replica" info commandstats |
-			sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | grep . || echo 0) >= 2))
+		(($(calls_on "$replica" evalsha) >= 2))
 	}
 	wait_until 10 sleep_renewals
 	touch "$dir/go"

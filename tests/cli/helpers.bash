@@ -72,6 +72,15 @@ blocked_ids() {
 
 # rcli [NAME] ARGS...: redis-cli on server NAME (default: main).
 rcli() { redis-cli -s "$(redis_sock main)" "$@"; }
+# calls_on NAME COMMAND...: how many times server NAME ran these commands together (named as
+# INFO commandstats names them: evalsha, zadd), since its statistics were last reset.
+calls_on() {
+	local name=$1
+	shift
+	rcli_on "$name" info commandstats | awk -F '[:=,]' -v commands=" $* " '
+		/^cmdstat_/ && index(commands, " " substr($1, 9) " ") { n += $3 }
+		END { print n + 0 }'
+}
 
 
 # The binary under test, short. Scenarios export REDLOCK_URL and run it directly (never

@@ -26,9 +26,7 @@ setup() {
 }
 
 # calls NAME: how many times clients sent command NAME since the last reset.
-calls() {
-	rcli info commandstats | sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p" | grep . || echo 0
-}
+calls() { calls_on main "$1"; }
 
 # connections: connections accepted so far (counting the one that asks).
 connections() {

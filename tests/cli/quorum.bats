@@ -53,10 +53,7 @@ nodes_old() {
 }
 
 # script_calls NAME: how many scripts server NAME ran since its statistics were reset.
-script_calls() {
-	rcli_on "$1" info commandstats |
-		sed -n 's/^cmdstat_eval\(sha\)\{0,1\}:calls=\([0-9]*\).*/\2/p' | awk '{ n += $1 } END { print n + 0 }'
-}
+script_calls() { calls_on "$1" eval evalsha; }
 
 # Another holder's value, as redlock-run writes them (a value of another shape is not a lock).
 OTHER=00000000-0000-4000-8000-000000000000:otherhost:4242
@@ -230,8 +227,8 @@ time.sleep(60)' "$(redis_port q3)" &
 	grep -q "waiting for job (held by" "$dir/err"
 	# Meanwhile it looked again once a lease or so: never every few ms.
 	local looks
-	looks=$(rcli_on q1 info commandstats | sed -n 's/^cmdstat_zadd:calls=\([0-9]*\).*/\1/p')
-	((${looks:-0} <= 10))
+	looks=$(calls_on q1 zadd)
+	((looks <= 10))
 	node_thaw 2
 	touch "$dir/go"
 	reap "$holder"
@@ -284,8 +281,8 @@ time.sleep(60)' "$(redis_port q3)" &
 	renewed_twice() { (($(renewals) >= before + 2)); }
 	wait_until 10 renewed_twice
 	local looks
-	looks=$(rcli_on q1 info commandstats | sed -n 's/^cmdstat_zadd:calls=\([0-9]*\).*/\1/p')
-	((${looks:-0} <= 3))
+	looks=$(calls_on q1 zadd)
+	((looks <= 3))
 	touch "$dir/go"
 	reap "$holder"
 	assert_equal "$status" 0
