@@ -235,6 +235,12 @@ nodes_failover(const struct nodes *ns, size_t i)
 	return ns->node[i].sentinel ? sentinel_failover(ns->node[i].sentinel) : NULL;
 }
 
+unsigned
+nodes_failovers(const struct nodes *ns, size_t i)
+{
+	return ns->node[i].sentinel ? sentinel_moves(ns->node[i].sentinel) : 0;
+}
+
 bool
 nodes_tls_resumed(const struct nodes *ns, size_t i)
 {

@@ -147,6 +147,8 @@ int nodes_unavailable_status(const struct nodes *ns);
 const char *nodes_role(const struct nodes *ns, size_t i);
 /* What a failover did to node i (a Sentinel's master that moved), or NULL. */
 const char *nodes_failover(const struct nodes *ns, size_t i);
+/* How many failovers node i followed (its Sentinels named another master): 0 for none. */
+unsigned nodes_failovers(const struct nodes *ns, size_t i);
 /* Whether node i's connection resumed an earlier TLS session. */
 bool nodes_tls_resumed(const struct nodes *ns, size_t i);
 

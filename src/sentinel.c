@@ -19,8 +19,9 @@ struct sentinel {
 	bool silent;         /* none of them answered when last asked (down, frozen, cut off) */
 	bool failed_here;    /* they, or the master they named, could not be reached for want of a
 			      * descriptor (or memory) of ours */
-	char first[300];     /* the master found first, or "" */
-	char moved[700];
+	char current[300];   /* the master found last, or "" */
+	unsigned moves;      /* how often it changed */
+	char moved[700];     /* the last change, said */
 	char error[1024];
 };
 
@@ -99,13 +100,19 @@ sentinel_failed_here(const struct sentinel *s)
 bool
 sentinel_answered(const struct sentinel *s)
 {
-	return s->master.host != NULL || s->first[0];
+	return s->master.host != NULL || s->current[0];
 }
 
 const char *
 sentinel_failover(const struct sentinel *s)
 {
 	return s->moved[0] ? s->moved : NULL;
+}
+
+unsigned
+sentinel_moves(const struct sentinel *s)
+{
+	return s->moves;
 }
 
 static enum conn_result fail(struct sentinel *s, enum conn_result res, const char *fmt, ...)
@@ -263,19 +270,20 @@ retarget(struct sentinel *s, struct conn *c, const char *host, unsigned port)
 	return 0;
 }
 
-/* Remembers the first master found, and says so when a later one differs. */
+/* Remembers the master found, and says so when it differs from the one before. */
 static void
 track(struct sentinel *s)
 {
 	char now[300];
 
 	url_address(&s->master, now, sizeof(now));
-	if (!s->first[0])
-		snprintf(s->first, sizeof(s->first), "%s", now);
-	else if (strcmp(s->first, now) != 0)
+	if (s->current[0] && strcmp(s->current, now) != 0) {
 		snprintf(s->moved, sizeof(s->moved),
 			 "the master of '%s' moved from %s to %s (a Sentinel failover)",
-			 s->url->master, s->first, now);
+			 s->url->master, s->current, now);
+		s->moves++;
+	}
+	snprintf(s->current, sizeof(s->current), "%s", now);
 }
 
 enum conn_result

@@ -57,8 +57,10 @@ bool sentinel_confirm(struct sentinel *s, struct conn *c, int64_t deadline, int 
 /* Whether the Sentinels named a master this run. */
 bool sentinel_answered(const struct sentinel *s);
 
-/* "the master of 'mymaster' moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a failover)" when the
- * master found last is not the one found first; NULL otherwise. */
+/* "the master of 'mymaster' moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a failover)", the last
+ * time the master found changed (back to the first, too); NULL while it never did. */
 const char *sentinel_failover(const struct sentinel *s);
+/* How often the master found changed this run: 0, or the failovers seen. */
+unsigned sentinel_moves(const struct sentinel *s);
 
 #endif

@@ -18,7 +18,7 @@ struct watchdog {
 	struct nodes *nodes; /* the caller's, lent while the thread runs */
 	int64_t round;       /* when the renewal in flight was sent */
 	bool told;           /* whether the first renewal that resumed a TLS session was told */
-	uint64_t moved[NODES_MAX]; /* each node's failover last told, hashed (see tell_failovers) */
+	unsigned moved[NODES_MAX]; /* each node's failovers when last told (see tell_failovers) */
 	bool asked_eviction;       /* whether the servers were asked if they may evict locks */
 	pthread_t thread;
 	int events[2]; /* the thread writes, supervise reads */
@@ -64,20 +64,6 @@ told_to_stop(const struct watchdog *w)
 	return clock_interrupted(w->stop[0]);
 }
 
-/* A node's failover, as nodes_failover says it (0 for none), hashed (FNV-1a). */
-static uint64_t
-failover_of(const struct nodes *ns, size_t i)
-{
-	const char *moved = nodes_failover(ns, i);
-	uint64_t h = 14695981039346656037u;
-
-	if (!moved)
-		return 0;
-	for (; *moved; moved++)
-		h = (h ^ (unsigned char)*moved) * 1099511628211u;
-	return h;
-}
-
 /* A failover that the renewals followed, to a master that has the lock: told once (-v). */
 static void
 tell_failovers(struct watchdog *w, int64_t sent)
@@ -85,8 +71,8 @@ tell_failovers(struct watchdog *w, int64_t sent)
 	char note[sizeof(((struct watchdog_event *)0)->detail)];
 
 	for (size_t i = 0; i < nodes_count(w->nodes); i++) {
-		uint64_t moved = failover_of(w->nodes, i);
-		if (!moved || moved == w->moved[i] || !nodes_holds(w->nodes, i))
+		unsigned moved = nodes_failovers(w->nodes, i);
+		if (moved == w->moved[i] || !nodes_holds(w->nodes, i))
 			continue;
 		w->moved[i] = moved;
 		snprintf(note, sizeof(note), "%s; the new master has it",
@@ -229,7 +215,7 @@ watchdog_new(const struct lock *l, struct nodes *ns)
 	w->nodes = ns;
 	/* (What happened before the lock was taken is no news.) */
 	for (size_t i = 0; i < nodes_count(ns); i++)
-		w->moved[i] = failover_of(ns, i);
+		w->moved[i] = nodes_failovers(ns, i);
 	if (pipe2(w->events, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(w->stop, O_CLOEXEC) == 0)
 		return w;
 	err = errno;
