@@ -1015,10 +1015,10 @@ struct script script_query = {
  * again, see LINE; a line that keeps no order is woken as a release wakes it). Returns {1, the new
  * fence, the fence before, the ms the broken leases had left, how many held it, 1 for a lock held
  * exclusively (0: a semaphore or shared lock, whose fence before may be a later holder's), then
- * their values (16 at most)}; {0} when nobody holds KEY (the line is woken all the same: a free lock whose next
- * waiter was not woken is a stuck line); {2, a holder} when the holder shown is not among them any
- * more, nor kept by --min-hold (it finished, and someone else took the lock): nothing is broken; an
- * error "FOREIGN what" when KEY is not a lock (see ALIEN).
+ * their values (16 at most)}; {0} when nobody holds KEY (the line is woken all the same: a free
+ * lock whose next waiter was not woken is a stuck line); {2, a holder} when the holder shown is
+ * not among them any more, nor kept by --min-hold (it finished, and someone else took the lock):
+ * nothing is broken; an error "FOREIGN what" when KEY is not a lock (see ALIEN).
  */
 struct script script_break = {
 	.writes = true,
