@@ -250,9 +250,16 @@ assert o["process"] == "running" and o["waiters"][0]["process"] == "running", o'
 	kill -STOP "$holder"
 	is_stopped() { [[ $(awk '{ print $3 }' "/proc/$1/stat") == T ]]; }
 	wait_until 5 is_stopped "$holder"
+	# The lease's end as the server has it, now that nothing renews it: a renewal that went
+	# out just before the stop may have moved it past what the guard was told.
+	local pttl ends
+	pttl=$(rcli pttl job)
+	ends=$(($(now_ms) + pttl))
 	run -0 "$RR" --break --yes job
-	# its guard kills the command as the lease ends; then it is continued
+	# its guard kills the command as the lease ends; it is continued once the lease is over
 	wait_until 10 gone "$(cat "$dir/pid")"
+	lease_over() { (($(now_ms) > ends)); }
+	wait_until 10 lease_over
 	kill -CONT "$holder"
 	reap "$holder"
 	assert_equal "$status" 76
