@@ -359,6 +359,20 @@ on_time(const struct supervision *s, struct state *st, int64_t now)
 	}
 }
 
+/* Reads the clock: notes a continue first (see say_ran_out), then acts on every deadline that
+ * has come. Returns the time read. */
+static int64_t
+catch_up(const struct supervision *s, struct state *st)
+{
+	int64_t now;
+
+	if (signals_take_cont(s->signals))
+		st->woke_at = clock_now();
+	now = clock_now();
+	on_time(s, st, now);
+	return now;
+}
+
 /* The connection the lock was taken on became readable while the watchdog is not running yet:
  * when its server closed it (it restarted, and may have lost the lock while the command runs on
  * under it), the first renewal is made at once instead of a third of the lease later. */
@@ -543,10 +557,7 @@ supervise(const struct supervision *s)
 		uint64_t expirations;
 		int sig;
 
-		if (signals_take_cont(s->signals))
-			st.woke_at = clock_now();
-		now = clock_now();
-		on_time(s, &st, now);
+		now = catch_up(s, &st);
 		child_guard_until(s->child, guard_deadline(s, &st));
 		if (may_be_stopped(s, &st) && now >= st.stop_look) {
 			st.stop_look = now + STOP_LOOK;
@@ -604,11 +615,8 @@ supervise(const struct supervision *s)
 			/* Continued, or fed at last, past the time to stop the command (see
 			 * loss_due), we may learn of a renewal's loss in the same turn as of the
 			 * stop: the clock speaks first, as when it is read first. */
-			if (ev.type == WATCHDOG_LOST) {
-				if (signals_take_cont(s->signals))
-					st.woke_at = clock_now();
-				on_time(s, &st, clock_now());
-			}
+			if (ev.type == WATCHDOG_LOST)
+				catch_up(s, &st);
 			on_event(s, &st, &ev);
 		}
 		if (p[4].fd >= 0 && p[4].revents)
